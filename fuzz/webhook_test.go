@@ -3,12 +3,20 @@ package fuzz
 import (
 	"bytes"
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	crand "crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"encoding/base64"
 	"encoding/json"
 	"encoding/pem"
 	"fmt"
 	"io"
+	"math/big"
 	"math/rand"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -25,6 +33,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
+	kubeqos "k8s.io/kubectl/pkg/util/qos"
 
 	"github.com/kubeproof/kubeproof/impl/apiserver/codec"
 )
@@ -37,7 +46,13 @@ const webhookNamespace = "fuzz-webhook"
 // fuzzHook is one webhook FuzzWebhook registers. Each selects objects
 // carrying its label (hookLabel), so an input chooses which are called.
 type fuzzHook struct {
-	name     string
+	// name is the webhook's name: in fuzzHooks the base one; in fuzzRegs
+	// the registration's (regName).
+	name string
+	// base is the base hook's name (whose answer the input decides);
+	// variant the registration's (fuzzRegs only).
+	base     string
+	variant  hookVariant
 	mutating bool
 	// fail: failurePolicy Fail, else Ignore.
 	fail bool
@@ -55,7 +70,72 @@ var fuzzHooks = []fuzzHook{
 	{name: "v1.fuzz.kubeproof.io", fail: false},
 }
 
-func hookLabel(h fuzzHook) string { return "hook.fuzz.kubeproof.io/" + strings.Split(h.name, ".")[0] }
+// hookLabel is the label selecting a hook; its value, the variant's key,
+// selects the registration (hookVariants).
+func hookLabel(h fuzzHook) string {
+	return "hook.fuzz.kubeproof.io/" + strings.SplitN(strings.Split(h.name, ".")[0], "-", 2)[0]
+}
+
+// hookVariant is one way a hook is registered: each fuzzHook is
+// registered once per variant (fuzzRegs, each selecting its label's value
+// key), so an input picks, per hook, which AdmissionReview versions the
+// webhook accepts and how it is addressed.
+type hookVariant struct {
+	key string
+	// versions is admissionReviewVersions.
+	versions []string
+	// service: addressed by clientConfig.service (an ExternalName service
+	// at the webhook server, port and path), else by clientConfig.url.
+	service bool
+}
+
+var hookVariants = []hookVariant{
+	{key: "", versions: []string{"v1"}},
+	{key: "b", versions: []string{"v1beta1"}},
+	{key: "bv", versions: []string{"v1beta1", "v1"}},
+	{key: "vb", versions: []string{"v1", "v1beta1"}},
+	{key: "xb", versions: []string{"v9", "v1beta1"}},
+	{key: "s", versions: []string{"v1"}, service: true},
+	{key: "sb", versions: []string{"v1beta1", "v1"}, service: true},
+}
+
+// review is the apiVersion of the AdmissionReview kube-apiserver sends:
+// the first of versions it knows.
+func (v hookVariant) review() string {
+	for _, x := range v.versions {
+		if x == "v1" || x == "v1beta1" {
+			return "admission.k8s.io/" + x
+		}
+	}
+	return ""
+}
+
+const (
+	reviewV1      = "admission.k8s.io/v1"
+	reviewV1beta1 = "admission.k8s.io/v1beta1"
+)
+
+// fuzzRegs are the webhooks registered: every fuzzHook in every variant,
+// a hook's variants next to each other (only one of them matches an
+// object, so the order of the hooks called is fuzzHooks').
+var fuzzRegs = func() []fuzzHook {
+	var out []fuzzHook
+	for _, h := range fuzzHooks {
+		for _, v := range hookVariants {
+			r := h
+			r.base, r.variant = h.name, v
+			if v.key != "" {
+				first, rest, _ := strings.Cut(h.name, ".")
+				r.name = first + "-" + v.key + "." + rest
+			}
+			out = append(out, r)
+		}
+	}
+	return out
+}()
+
+// webhookService is the Service the variants addressed by service name.
+const webhookService = "fuzz-hooks"
 
 // hookAnswer is what one webhook answers, decided from the fuzzer's bytes.
 type hookAnswer struct {
@@ -88,6 +168,9 @@ type hookCall struct {
 	// body is what the server sent back (before a delay past the timeout
 	// the call is failed whatever the body).
 	body []byte
+	// byPatch: the input did not label the object for this registration,
+	// an earlier webhook's patch did.
+	byPatch bool
 }
 
 // webhookServer answers the fuzzed webhooks' calls over TLS with the
@@ -112,7 +195,7 @@ func (w *webhookServer) script(answers map[string]hookAnswer) []hookCall {
 func (w *webhookServer) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 	name := strings.TrimPrefix(r.URL.Path, "/")
 	var hook fuzzHook
-	for _, h := range fuzzHooks {
+	for _, h := range fuzzRegs {
 		if h.name == name {
 			hook = h
 		}
@@ -124,11 +207,11 @@ func (w *webhookServer) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.mu.Lock()
-	ans, scripted := w.answers[name]
+	ans, scripted := w.answers[hook.base]
 	if w.answers == nil || !scripted {
-		ans = hookAnswer{status: 200, apiVersion: "admission.k8s.io/v1", kind: "AdmissionReview", allowed: true, allowedKey: "allowed"}
+		ans = hookAnswer{status: 200, apiVersion: "=", kind: "AdmissionReview", allowed: true, allowedKey: "allowed"}
 	}
-	out := ans.body(string(rev.Request.UID))
+	out := ans.body(string(rev.Request.UID), rev.APIVersion)
 	w.calls = append(w.calls, hookCall{hook: hook, review: rev, answer: ans, body: out})
 	w.mu.Unlock()
 	switch ans.delay {
@@ -148,13 +231,18 @@ func (w *webhookServer) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 	rw.Write(out)
 }
 
-// body is the answer's HTTP body for a request of uid.
-func (a hookAnswer) body(uid string) []byte {
+// body is the answer's HTTP body for a request of uid in a review of
+// apiVersion (the answer's apiVersion "=" is that one).
+func (a hookAnswer) body(uid, apiVersion string) []byte {
 	if a.raw != nil {
 		return a.raw
 	}
 	m := map[string]any{}
-	if a.apiVersion != "-" {
+	switch a.apiVersion {
+	case "-":
+	case "=":
+		m["apiVersion"] = apiVersion
+	default:
 		m["apiVersion"] = a.apiVersion
 	}
 	if a.kind != "-" {
@@ -217,6 +305,11 @@ func startWebhooks(s *liveServer) (*webhookServer, error) {
 	w := &webhookServer{}
 	w.srv = httptest.NewUnstartedServer(w)
 	w.srv.Config.ErrorLog = nil
+	cert, err := webhookCert()
+	if err != nil {
+		return nil, fmt.Errorf("making the webhook server's certificate: %w", err)
+	}
+	w.srv.TLS = &tls.Config{Certificates: []tls.Certificate{cert}}
 	w.srv.StartTLS()
 	w.ca = pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: w.srv.Certificate().Raw})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -234,23 +327,34 @@ func startWebhooks(s *liveServer) (*webhookServer, error) {
 	if err := post("/api/v1/namespaces/"+webhookNamespace+"/serviceaccounts", `{"apiVersion":"v1","kind":"ServiceAccount","metadata":{"name":"default"}}`); err != nil {
 		return nil, err
 	}
+	// The service the variants addressed by service call: an
+	// ExternalName service at the webhook server's address, on its port.
+	port, _ := strconv.Atoi(w.srv.URL[strings.LastIndex(w.srv.URL, ":")+1:])
+	svc, _ := json.Marshal(map[string]any{"apiVersion": "v1", "kind": "Service", "metadata": map[string]any{"name": webhookService},
+		"spec": map[string]any{"type": "ExternalName", "externalName": "127.0.0.1", "ports": []any{map[string]any{"name": "https", "port": port}}}})
+	if err := post("/api/v1/namespaces/"+webhookNamespace+"/services", string(svc)); err != nil {
+		return nil, err
+	}
 	var mutating, validating []map[string]any
-	for _, h := range fuzzHooks {
+	for _, h := range fuzzRegs {
 		policy := "Ignore"
 		if h.fail {
 			policy = "Fail"
 		}
-		url := w.srv.URL + "/" + h.name
+		cc := map[string]any{"url": w.srv.URL + "/" + h.name, "caBundle": w.ca}
+		if h.variant.service {
+			cc = map[string]any{"service": map[string]any{"namespace": webhookNamespace, "name": webhookService, "path": "/" + h.name, "port": port}, "caBundle": w.ca}
+		}
 		hook := map[string]any{
 			"name":                    h.name,
-			"clientConfig":            map[string]any{"url": url, "caBundle": w.ca},
+			"clientConfig":            cc,
 			"rules":                   []any{map[string]any{"operations": []string{"CREATE", "UPDATE", "DELETE"}, "apiGroups": []string{""}, "apiVersions": []string{"v1"}, "resources": []string{"configmaps", "pods"}}},
 			"failurePolicy":           policy,
 			"sideEffects":             "None",
-			"admissionReviewVersions": []string{"v1"},
+			"admissionReviewVersions": h.variant.versions,
 			"timeoutSeconds":          1,
 			"namespaceSelector":       map[string]any{"matchLabels": map[string]string{"fuzz-webhook": "on"}},
-			"objectSelector":          map[string]any{"matchExpressions": []any{map[string]any{"key": hookLabel(h), "operator": "Exists"}}},
+			"objectSelector":          map[string]any{"matchExpressions": []any{map[string]any{"key": hookLabel(h), "operator": "In", "values": []string{h.variant.key}}}},
 		}
 		if h.mutating {
 			if h.reinvoke {
@@ -274,23 +378,25 @@ func startWebhooks(s *liveServer) (*webhookServer, error) {
 			return nil, err
 		}
 	}
-	// The plugins read configurations from a cache: wait until a
-	// configmap labelled for every hook reaches each of them.
-	labels := map[string]string{}
-	for _, h := range fuzzHooks {
-		labels[hookLabel(h)] = ""
-	}
+	// The plugins read configurations from a cache: wait until
+	// configmaps labelled for every hook, one per variant, reach each
+	// registration.
+	called := map[string]bool{}
 	for i := 0; ; i++ {
+		v := hookVariants[i%len(hookVariants)]
+		labels := map[string]string{}
+		for _, h := range fuzzHooks {
+			labels[hookLabel(h)] = v.key
+		}
 		w.script(nil)
 		doc, _ := json.Marshal(map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": fmt.Sprintf("probe-%d", i), "labels": labels}})
 		if err := post("/api/v1/namespaces/"+webhookNamespace+"/configmaps", string(doc)); err != nil {
 			return nil, err
 		}
-		called := map[string]bool{}
 		for _, c := range w.script(nil) {
 			called[c.hook.name] = true
 		}
-		if len(called) == len(fuzzHooks) {
+		if len(called) == len(fuzzRegs) {
 			return w, nil
 		}
 		if ctx.Err() != nil {
@@ -300,19 +406,51 @@ func startWebhooks(s *liveServer) (*webhookServer, error) {
 	}
 }
 
+// webhookCert is a self-signed certificate for the webhook server, valid
+// for 127.0.0.1 (url webhooks) and the service's name (service webhooks
+// are called with that server name).
+func webhookCert() (tls.Certificate, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), crand.Reader)
+	if err != nil {
+		return tls.Certificate{}, err
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "fuzz-webhook"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
+		KeyUsage: x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		BasicConstraintsValid: true, IsCA: true,
+		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}, DNSNames: []string{webhookService + "." + webhookNamespace + ".svc"},
+	}
+	der, err := x509.CreateCertificate(crand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		return tls.Certificate{}, err
+	}
+	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}, nil
+}
+
 // webhookPaths are the paths a webhook's patch edits, by kind.
 var webhookPaths = map[string][]string{
 	"ConfigMap": {"/data/a", "/data/b", "/data/k~1x", "/data", "/binaryData/b", "/immutable", "/metadata/labels/l",
 		"/metadata/annotations/a", "/metadata/name", "/metadata/namespace", "/metadata/uid", "/metadata/resourceVersion",
-		"/metadata/finalizers", "/metadata/finalizers/0", "/metadata/ownerReferences", "/kind", "/apiVersion", "/metadata", "/x", ""},
+		"/metadata/finalizers", "/metadata/finalizers/0", "/metadata/ownerReferences", "/kind", "/apiVersion", "/metadata", "/x", "",
+		selectorPaths[0], selectorPaths[1], selectorPaths[0], selectorPaths[1]},
 	"Pod": {"/spec/containers/0/image", "/spec/containers/0/name", "/spec/containers/-", "/spec/containers/1", "/spec/nodeName",
 		"/spec/restartPolicy", "/spec/containers/0/resources/limits/cpu", "/spec/activeDeadlineSeconds", "/spec/tolerations/-",
-		"/metadata/labels/l", "/metadata/annotations/a", "/metadata/name", "/status/phase", "/spec/serviceAccountName", "/spec", "/kind"},
+		"/metadata/labels/l", "/metadata/annotations/a", "/metadata/name", "/status/phase", "/spec/serviceAccountName", "/spec", "/kind",
+		selectorPaths[0], selectorPaths[1], selectorPaths[0], selectorPaths[1]},
 }
+
+// selectorPaths are the labels selecting m2 and v0: a mutating webhook's
+// patch setting or removing them makes the objectSelector of a later
+// webhook match or not (kube-apiserver matches each at its turn, against
+// the object as the webhooks before it left it).
+var selectorPaths = []string{"/metadata/labels/hook.fuzz.kubeproof.io~1m2", "/metadata/labels/hook.fuzz.kubeproof.io~1v0"}
 
 // patchValues are the values a patch operation sets.
 func patchValue(in *input) any {
-	switch in.intn(12) {
+	switch in.intn(13) {
+	case 11: // a variant's key (hookVariants)
+		return pick(in, []string{"", "b", "s"})
 	case 0:
 		return "v"
 	case 1:
@@ -359,6 +497,9 @@ func buildPatch(in *input, kind string) []byte {
 		switch op {
 		case "add", "replace", "test":
 			o["value"] = patchValue(in)
+			if strings.HasPrefix(o["path"].(string), "/metadata/labels/hook.") && in.intn(4) != 0 {
+				o["value"] = hookVariants[in.intn(len(hookVariants))].key // selects a registration
+			}
 		case "copy", "move":
 			o["from"] = pick(in, webhookPaths[kind])
 		}
@@ -370,7 +511,7 @@ func buildPatch(in *input, kind string) []byte {
 
 // buildAnswer decides one webhook's answer.
 func buildAnswer(in *input, kind string, mutating bool) hookAnswer {
-	a := hookAnswer{status: 200, contentType: "application/json", apiVersion: "admission.k8s.io/v1", kind: "AdmissionReview", allowed: true, allowedKey: "allowed"}
+	a := hookAnswer{status: 200, contentType: "application/json", apiVersion: "=", kind: "AdmissionReview", allowed: true, allowedKey: "allowed"}
 	flags := in.byte()
 	if flags&1 == 0 { // a well-formed answer, allowed or denied, with or without a patch
 		a.allowed = in.intn(4) != 0
@@ -410,7 +551,7 @@ func buildAnswer(in *input, kind string, mutating bool) hookAnswer {
 	case 2:
 		a.raw = in.rest()
 	case 3:
-		a.apiVersion = pick(in, []string{"admission.k8s.io/v1beta1", "-", "v1", "admission.k8s.io/v2"})
+		a.apiVersion = pick(in, []string{reviewV1beta1, reviewV1, "-", "v1", "admission.k8s.io/v2"})
 	case 4:
 		a.kind = pick(in, []string{"-", "Status", "admissionreview"})
 	case 5:
@@ -499,8 +640,8 @@ func FuzzWebhook(f *testing.F) {
 var webhookInputs int
 
 // webhookInput runs one input of FuzzWebhook and checks its properties;
-// it returns the answer.
-func webhookInput(t *testing.T, s *liveServer, w *webhookServer, data []byte) (int, []byte) {
+// it returns the answer and the webhook calls.
+func webhookInput(t *testing.T, s *liveServer, w *webhookServer, data []byte) (int, []byte, []hookCall) {
 	webhookInputs++
 	in := &input{data: data}
 	op := in.intn(5) // 0,1 create, 2 update, 3 delete, 4 dry-run create
@@ -512,7 +653,7 @@ func webhookInput(t *testing.T, s *liveServer, w *webhookServer, data []byte) (i
 	mask := in.byte()
 	for i, h := range fuzzHooks {
 		if mask&(1<<i) != 0 {
-			labels[hookLabel(h)] = ""
+			labels[hookLabel(h)] = hookVariants[in.intn(len(hookVariants))].key
 		}
 	}
 	answers := map[string]hookAnswer{}
@@ -523,6 +664,13 @@ func webhookInput(t *testing.T, s *liveServer, w *webhookServer, data []byte) (i
 	}
 	name := fmt.Sprintf("w%d-%d", webhookInputs, time.Now().UnixNano()%1e6)
 	obj := webhookTemplate(kind, name, labels, in)
+	return webhookCase(t, s, w, op, kind, name, labels, answers, obj)
+}
+
+// webhookCase writes obj (op as webhookInput's) with the webhooks
+// answering answers, and checks the answer.
+func webhookCase(t *testing.T, s *liveServer, w *webhookServer, op int, kind, name string, labels map[string]string,
+	answers map[string]hookAnswer, obj map[string]any) (int, []byte, []hookCall) {
 	collection := "/api/v1/namespaces/" + webhookNamespace + "/" + strings.ToLower(kind) + "s"
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -562,7 +710,11 @@ func webhookInput(t *testing.T, s *liveServer, w *webhookServer, data []byte) (i
 		t.Fatal(err)
 	}
 	checkWebhookOutcome(t, s, req, kind, labels, calls, code, header, body, rev0, rev1)
-	return code, body
+	for i, c := range calls {
+		v, on := labels[hookLabel(c.hook)]
+		calls[i].byPatch = !on || v != c.hook.variant.key
+	}
+	return code, body, calls
 }
 
 // hookOutcome is what kube-apiserver answers.
@@ -598,11 +750,26 @@ func webhookOutcome(c hookCall, kind string) (out *hookOutcome, obj []byte, chan
 	if err := utiljson.Unmarshal(c.body, &rev); err != nil {
 		return failed("decode")
 	}
-	if rev.Response == nil || string(rev.Response.UID) != string(c.review.Request.UID) ||
-		rev.APIVersion != "admission.k8s.io/v1" || rev.Kind != "AdmissionReview" {
+	r := rev.Response
+	if c.review.APIVersion == reviewV1beta1 {
+		// kube-apiserver decodes the answer into a v1beta1 review: an
+		// apiVersion or kind left out is that one's, another (a v1
+		// review, which does not convert) fails; it checks neither the
+		// uid nor the patchType (a patch is a JSONPatch; a validating
+		// webhook's, and a type without a patch, are dropped).
+		if rev.APIVersion != "" && rev.APIVersion != reviewV1beta1 || rev.Kind != "" && rev.Kind != "AdmissionReview" || r == nil {
+			return failed("v1beta1 review")
+		}
+		r.PatchType = nil
+		if !c.hook.mutating || len(r.Patch) == 0 {
+			r.Patch = nil
+		} else {
+			pt := admissionv1.PatchTypeJSONPatch
+			r.PatchType = &pt
+		}
+	} else if r == nil || string(r.UID) != string(c.review.Request.UID) || rev.APIVersion != reviewV1 || rev.Kind != "AdmissionReview" {
 		return failed("review")
 	}
-	r := rev.Response
 	if c.hook.mutating {
 		if len(r.Patch) > 0 && r.PatchType == nil || len(r.Patch) == 0 && r.PatchType != nil || r.PatchType != nil && *r.PatchType == "" {
 			return failed("patch type")
@@ -722,8 +889,12 @@ func checkWebhookOutcome(t *testing.T, s *liveServer, req fuzzRequest, kind stri
 	// order (one reinvoked at most once), each only if labelled.
 	seen := map[string]int{}
 	for _, c := range calls {
-		if _, on := labels[hookLabel(c.hook)]; !on {
-			report("webhook %s called without its label", c.hook.name)
+		if !selectedBy(c.hook, c.review.Request) {
+			report("webhook %s called, but neither the object it was sent nor the old object has its label %s=%q", c.hook.name, hookLabel(c.hook), c.hook.variant.key)
+		}
+		if c.review.APIVersion != c.hook.variant.review() {
+			report("webhook %s (admissionReviewVersions %v) was sent an AdmissionReview %s, not %s", c.hook.name,
+				c.hook.variant.versions, c.review.APIVersion, c.hook.variant.review())
 		}
 		seen[c.hook.name]++
 		if n := seen[c.hook.name]; n > 2 || n == 2 && !c.hook.reinvoke {
@@ -733,6 +904,11 @@ func checkWebhookOutcome(t *testing.T, s *liveServer, req fuzzRequest, kind stri
 	// The expected outcome, replaying the calls.
 	var want []hookOutcome // any of these (several validating webhooks may refuse)
 	var final []byte
+	// made is the mutating webhooks' result; mutated whether any of them
+	// changed the object (kube-apiserver then runs its own mutating
+	// plugins once more: podAfterWebhooks).
+	var made []byte
+	mutated := false
 	mutatingEnded := false
 	validatingCalled := false
 	for _, c := range calls {
@@ -743,7 +919,7 @@ func checkWebhookOutcome(t *testing.T, s *liveServer, req fuzzRequest, kind stri
 		if mutatingEnded {
 			report("webhook %s called after the mutating chain ended", c.hook.name)
 		}
-		out, obj, _ := webhookOutcome(c, kind)
+		out, obj, changed := webhookOutcome(c, kind)
 		if fo := timedOutOutcome(c, kind); fo != nil {
 			want = append(want, *fo)
 		}
@@ -752,7 +928,7 @@ func checkWebhookOutcome(t *testing.T, s *liveServer, req fuzzRequest, kind stri
 			mutatingEnded = true
 			continue
 		}
-		final = obj
+		final, made, mutated = obj, obj, mutated || changed
 	}
 	if validatingCalled && mutatingEnded && len(want) > 0 && !want[len(want)-1].maybe {
 		report("validating webhooks called after a mutating webhook refused")
@@ -764,6 +940,16 @@ func checkWebhookOutcome(t *testing.T, s *liveServer, req fuzzRequest, kind stri
 		if final != nil && kind == "ConfigMap" && !sameConfigMap(c.review.Request.Object.Raw, final) && req.method != http.MethodDelete {
 			report("validating webhook %s got %s, not the mutating webhooks' result %s", c.hook.name, c.review.Request.Object.Raw, final)
 		}
+		if made != nil && kind == "Pod" && req.method != http.MethodDelete {
+			// The pod as it is to be stored (podAfterWebhooks).
+			want, err := podAfterWebhooks(s, made, c.review.Request.OldObject.Raw, mutated)
+			if err != nil {
+				report("the webhooks' pod: %v", err)
+			}
+			if diff := samePod(c.review.Request.Object.Raw, want); diff != "" {
+				report("validating webhook %s got %s, not the pod the mutating webhooks' result %s makes: %s", c.hook.name, c.review.Request.Object.Raw, made, diff)
+			}
+		}
 		out, _, _ := webhookOutcome(c, kind)
 		if fo := timedOutOutcome(c, kind); fo != nil {
 			want = append(want, *fo)
@@ -772,6 +958,19 @@ func checkWebhookOutcome(t *testing.T, s *liveServer, req fuzzRequest, kind stri
 			want = append(want, *out)
 		}
 		final = c.review.Request.Object.Raw
+	}
+	// The validating webhooks are called all at once: every one whose
+	// objectSelector matches the object they were sent.
+	for _, c := range calls {
+		if c.hook.mutating {
+			continue
+		}
+		for _, h := range fuzzRegs {
+			if !h.mutating && selectedBy(h, c.review.Request) && seen[h.name] == 0 {
+				report("validating webhook %s not called, though its label %s=%q selects the object", h.name, hookLabel(h), h.variant.key)
+			}
+		}
+		break
 	}
 	definite := false
 	for _, o := range want {
@@ -784,6 +983,17 @@ func checkWebhookOutcome(t *testing.T, s *liveServer, req fuzzRequest, kind stri
 		// configuration FuzzHTTP made (its URLs never answer) may match.
 		t.Skipf("a webhook another target registered answered: %s", status.Message)
 	}
+	// A create the webhooks gave a resourceVersion that is an unsigned
+	// number other than 0: kube-apiserver's store refuses it with a 500
+	// (another one it ignores; a dry run does not reach the store).
+	rvSet := false
+	if req.method == http.MethodPost && made != nil && req.query.Get("dryRun") != "All" {
+		var m metav1.PartialObjectMetadata
+		if utiljson.Unmarshal(made, &m) == nil {
+			n, err := strconv.ParseUint(m.ResourceVersion, 10, 64)
+			rvSet = err == nil && n != 0
+		}
+	}
 	success := code >= 200 && code < 300
 	fromWebhook := false
 	for _, o := range want {
@@ -792,7 +1002,11 @@ func checkWebhookOutcome(t *testing.T, s *liveServer, req fuzzRequest, kind stri
 	switch {
 	case success && definite:
 		report("accepted, but kube-apiserver would refuse it: %+v", want)
+	case success && rvSet:
+		report("accepted a create the webhooks gave a resourceVersion: kube-apiserver's store refuses it")
 	case success, fromWebhook:
+	case rvSet && code == http.StatusInternalServerError && status.Reason == metav1.StatusReasonInternalError &&
+		strings.Contains(status.Message, "resourceVersion should not be set on objects to be created"):
 	case definite:
 		report("answer %d %q, kube-apiserver's would be one of %+v", code, status.Message, want)
 	case code >= 500 && !allowedServerError(code, header, body),
@@ -831,6 +1045,167 @@ func checkWebhookOutcome(t *testing.T, s *liveServer, req fuzzRequest, kind stri
 	if kind == "ConfigMap" && !sameConfigMap(got, final) {
 		report("stored %s\nbut the webhooks made %s", got, final)
 	}
+	if kind == "Pod" && made != nil {
+		var old []byte
+		for _, c := range calls {
+			old = c.review.Request.OldObject.Raw
+		}
+		want, err := podAfterWebhooks(s, made, old, mutated)
+		if err != nil {
+			report("the webhooks' pod: %v", err)
+		}
+		if diff := samePod(got, want); diff != "" {
+			report("stored pod %s\nbut the webhooks made %s\n(kube-apiserver's stored pod from it: %s)", got, made, diff)
+		}
+	}
+}
+
+// podAfterWebhooks is the pod kube-apiserver 1.37 stores when the mutating
+// webhooks' result is made (old: the stored pod of an update, else nil),
+// worked out from the admission order (impl/apiserver/admission's
+// plugins, kube-apiserver's): every in-tree mutating plugin runs before
+// MutatingAdmissionWebhook, so the webhooks' input has their changes, and
+// MutatingAdmissionWebhook is the last mutating plugin. Then:
+//   - the dispatcher defaults each patched object (the scheme's
+//     defaulter: here the server's own, Server.DefaultObject, whose
+//     defaults the registry's tests check);
+//   - when a webhook changed the object (mutated), kube-apiserver's
+//     reinvoker runs the whole mutating chain once more: of its in-tree
+//     plugins, on a pod of FuzzWebhook's namespace (no LimitRange, no
+//     RuntimeClass, no PriorityClass named) only ServiceAccount (on
+//     create: the "default" account when none is named, and the token
+//     mount added to every init and regular container lacking one) and
+//     DefaultTolerationSeconds (create and update: the not-ready and
+//     unreachable NoExecute tolerations of 300 s, unless tolerated) can
+//     change it;
+//   - PrepareForCreate: the status is Pending with the pod's QoS class,
+//     and nothing else the client sent (no scheduling gates, pod-level
+//     resources or stop signals are generated, so nothing more);
+//     PrepareForUpdate: the stored status;
+//   - uid, creationTimestamp, resourceVersion, generation and managedFields
+//     are the server's (samePod ignores them).
+//
+// The ResourceQuota and the validating plugins that run afterwards do not
+// change the object.
+func podAfterWebhooks(s *liveServer, made, old []byte, mutated bool) (*corev1.Pod, error) {
+	pod := &corev1.Pod{}
+	if err := utiljson.Unmarshal(made, pod); err != nil {
+		return nil, fmt.Errorf("decoding %s: %w", made, err)
+	}
+	s.srv.DefaultObject(corev1.SchemeGroupVersion.WithKind("Pod"), pod)
+	create := len(old) == 0 || string(old) == "null"
+	if mutated {
+		if create {
+			rerunServiceAccount(pod)
+		}
+		rerunDefaultTolerationSeconds(pod)
+	}
+	if create {
+		pod.Status = corev1.PodStatus{Phase: corev1.PodPending, QOSClass: kubeqos.GetPodQOS(pod)}
+	} else {
+		var stored corev1.Pod
+		if err := utiljson.Unmarshal(old, &stored); err != nil {
+			return nil, fmt.Errorf("decoding the old pod %s: %w", old, err)
+		}
+		pod.Status = stored.Status
+	}
+	return pod, nil
+}
+
+// saTokenPath is where kube-apiserver's ServiceAccount plugin mounts the
+// service account token.
+const saTokenPath = "/var/run/secrets/kubernetes.io/serviceaccount"
+
+// rerunServiceAccount is upstream's ServiceAccount admission on a pod that
+// went through it once: the default account when none is named, and the
+// token volume (kube-api-access-*, already there) mounted in every
+// container lacking a mount at saTokenPath.
+func rerunServiceAccount(pod *corev1.Pod) {
+	if pod.Spec.ServiceAccountName == "" {
+		pod.Spec.ServiceAccountName = "default"
+	}
+	if pod.Spec.AutomountServiceAccountToken != nil && !*pod.Spec.AutomountServiceAccountToken {
+		return
+	}
+	volume := ""
+	for _, v := range pod.Spec.Volumes {
+		if strings.HasPrefix(v.Name, "kube-api-access-") {
+			volume = v.Name
+			break
+		}
+	}
+	if volume == "" {
+		return
+	}
+	for _, cs := range [][]corev1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
+		for i := range cs {
+			mounted := false
+			for _, m := range cs[i].VolumeMounts {
+				mounted = mounted || m.MountPath == saTokenPath
+			}
+			if !mounted {
+				cs[i].VolumeMounts = append(cs[i].VolumeMounts, corev1.VolumeMount{Name: volume, ReadOnly: true, MountPath: saTokenPath})
+			}
+		}
+	}
+}
+
+// rerunDefaultTolerationSeconds is upstream's DefaultTolerationSeconds: a
+// pod that tolerates neither not-ready nor unreachable NoExecute taints
+// (a toleration of that key, or of every key, with effect NoExecute or
+// every effect) gets a 300 s one.
+func rerunDefaultTolerationSeconds(pod *corev1.Pod) {
+	for _, key := range []string{corev1.TaintNodeNotReady, corev1.TaintNodeUnreachable} {
+		tolerated := false
+		for _, t := range pod.Spec.Tolerations {
+			tolerated = tolerated || (t.Key == key || t.Key == "") && (t.Effect == corev1.TaintEffectNoExecute || t.Effect == "")
+		}
+		if !tolerated {
+			seconds := int64(300)
+			pod.Spec.Tolerations = append(pod.Spec.Tolerations, corev1.Toleration{Key: key, Operator: corev1.TolerationOpExists,
+				Effect: corev1.TaintEffectNoExecute, TolerationSeconds: &seconds})
+		}
+	}
+}
+
+// samePod compares a stored pod's JSON with the pod kube-apiserver would
+// store, ignoring what the server sets (uid, creation time,
+// resourceVersion, generation, managed fields); it returns the latter's
+// JSON when they differ, "" when they are the same.
+func samePod(stored []byte, want *corev1.Pod) string {
+	var got corev1.Pod
+	if err := utiljson.Unmarshal(stored, &got); err != nil {
+		return err.Error()
+	}
+	w := want.DeepCopy()
+	for _, p := range []*corev1.Pod{&got, w} {
+		p.UID, p.ResourceVersion, p.Generation, p.ManagedFields = "", "", 0, nil
+		p.CreationTimestamp = metav1.Time{}
+		p.TypeMeta = metav1.TypeMeta{}
+	}
+	if apiequality.Semantic.DeepEqual(&got, w) {
+		return ""
+	}
+	b, _ := json.Marshal(w)
+	return string(b)
+}
+
+// selectedBy: the objectSelector of the registration h matches the
+// request's object or its old object (kube-apiserver matches either).
+func selectedBy(h fuzzHook, r *admissionv1.AdmissionRequest) bool {
+	for _, raw := range [][]byte{r.Object.Raw, r.OldObject.Raw} {
+		var m struct {
+			Metadata struct {
+				Labels map[string]string `json:"labels"`
+			} `json:"metadata"`
+		}
+		if len(raw) > 0 && json.Unmarshal(raw, &m) == nil {
+			if v, ok := m.Metadata.Labels[hookLabel(h)]; ok && v == h.variant.key {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // foreignWebhook: msg is about a webhook not of fuzzHooks.
@@ -838,7 +1213,7 @@ func foreignWebhook(msg string) bool {
 	if !strings.Contains(msg, "failed calling webhook") && !strings.Contains(msg, "denied the request") {
 		return false
 	}
-	for _, h := range fuzzHooks {
+	for _, h := range fuzzRegs {
 		if strings.Contains(msg, fmt.Sprintf("%q", h.name)) {
 			return false
 		}
@@ -872,11 +1247,31 @@ func TestWebhookInputsReachEveryOutcome(t *testing.T) {
 	rng := rand.New(rand.NewSource(2))
 	seen := map[string]int{}
 	for range 300 {
-		data := make([]byte, 48)
+		data := make([]byte, 96)
 		rng.Read(data)
-		code, body := webhookInput(t, s, w, data)
+		code, body, calls := webhookInput(t, s, w, data)
 		var st metav1.Status
 		json.Unmarshal(body, &st)
+		// Each registration variant's calls, and how they ended.
+		for _, c := range calls {
+			if c.byPatch {
+				seen["selected by a patch"]++
+			}
+			out, _, _ := webhookOutcome(c, "ConfigMap")
+			v := "url"
+			if c.hook.variant.service {
+				v = "service"
+			}
+			v += " " + strings.TrimPrefix(c.review.APIVersion, "admission.k8s.io/")
+			switch {
+			case out == nil:
+				seen[v+" allowed"]++
+			case strings.Contains(out.message, "failed calling"):
+				seen[v+" failed"]++
+			case strings.Contains(out.message, "denied"):
+				seen[v+" denied"]++
+			}
+		}
 		switch {
 		case code < 300:
 			seen["accepted"]++
@@ -893,9 +1288,33 @@ func TestWebhookInputsReachEveryOutcome(t *testing.T) {
 		}
 	}
 	t.Logf("outcomes: %v", seen)
-	for _, o := range []string{"accepted", "failed call", "denied", "patch error", "invalid"} {
+	want := []string{"accepted", "failed call", "denied", "patch error", "invalid", "selected by a patch"}
+	for _, v := range []string{"url v1", "url v1beta1", "service v1", "service v1beta1"} {
+		want = append(want, v+" allowed", v+" failed", v+" denied")
+	}
+	for _, o := range want {
 		if seen[o] == 0 {
 			t.Errorf("no %q outcome in 300 random inputs: %v", o, seen)
 		}
+	}
+}
+
+// A mutating webhook adding a container to a pod: kube-apiserver runs its
+// in-tree mutating plugins once more, so the new container gets the
+// service account token mount (FuzzWebhook's pod comparison).
+func TestWebhookAddedContainerGetsTokenMount(t *testing.T) {
+	s := server(t)
+	w := webhooks(t, s)
+	pt := string(admissionv1.PatchTypeJSONPatch)
+	m1 := fuzzHooks[1]
+	answers := map[string]hookAnswer{m1.name: {status: 200, contentType: "application/json", apiVersion: "admission.k8s.io/v1",
+		kind: "AdmissionReview", allowed: true, allowedKey: "allowed", patchType: &pt,
+		patch: []byte(`[{"op":"add","path":"/spec/containers/-","value":{"name":"c2","image":"busybox"}}]`)}}
+	labels := map[string]string{hookLabel(m1): ""}
+	name := fmt.Sprintf("added-container-%d", time.Now().UnixNano()%1e6)
+	webhookInputs++
+	code, body, _ := webhookCase(t, s, w, 0, "Pod", name, labels, answers, webhookTemplate("Pod", name, labels, &input{}))
+	if code != http.StatusCreated {
+		t.Fatalf("creating the pod: %d %s", code, body)
 	}
 }

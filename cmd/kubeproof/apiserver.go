@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	clientv3 "go.etcd.io/etcd/client/v3"
+	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 
 	"github.com/kubeproof/kubeproof/impl/apiserver/admission"
 	"github.com/kubeproof/kubeproof/impl/apiserver/audit"
@@ -52,8 +53,8 @@ func newAPIServerCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if len(etcdServers) == 0 {
-				return errors.New("--etcd-servers is required")
+			if err := validateAPIServerOptions(etcdServers, authOpts); err != nil {
+				return err
 			}
 			serving, clientCA, err := apiserverCredentials(tlsCertFile, tlsKeyFile, clientCAFile, certDir)
 			if err != nil {
@@ -107,6 +108,21 @@ func newAPIServerCommand() *cobra.Command {
 	fs.Int64Var(&authOpts.DefaultNotReadyTolerationSeconds, "default-not-ready-toleration-seconds", 300, "tolerationSeconds of the not-ready:NoExecute toleration DefaultTolerationSeconds adds to pods.")
 	fs.Int64Var(&authOpts.DefaultUnreachableTolerationSeconds, "default-unreachable-toleration-seconds", 300, "tolerationSeconds of the unreachable:NoExecute toleration DefaultTolerationSeconds adds to pods.")
 	return cmd
+}
+
+// validateAPIServerOptions is kube-apiserver's options validation for
+// the flags kubeproof has: every option group's errors, in its order
+// (etcd, then the request chain's: authentication, authorization, audit,
+// admission), reported together as one aggregate ("[a, b]"; one error as
+// it is). Files are read and certificates generated after it (see
+// cluster.AuthOptions.Validate for where kube-apiserver differs).
+func validateAPIServerOptions(etcdServers []string, auth cluster.AuthOptions) error {
+	var errs []error
+	if len(etcdServers) == 0 {
+		errs = append(errs, errors.New("--etcd-servers must be specified"))
+	}
+	errs = append(errs, auth.Validate()...)
+	return utilerrors.NewAggregate(errs)
 }
 
 // addEventTTLFlag adds kube-apiserver's --event-ttl.
@@ -172,9 +188,12 @@ func addAuthFlags(fs *pflag.FlagSet, o *cluster.AuthOptions, modes, enable, disa
 	fs.StringArrayVar(&o.ServiceAccountKeyFiles, "service-account-key-file", nil, "PEM file of public (or private) keys verifying service account tokens (repeatable).")
 	fs.StringVar(&o.ServiceAccountSigningKeyFile, "service-account-signing-key-file", "", "PEM private key signing service account tokens (enables the TokenRequest API).")
 	fs.StringSliceVar(&o.APIAudiences, "api-audiences", nil, "Audiences a service account token must carry one of; default: the issuers.")
-	fs.DurationVar(&o.ServiceAccountMaxTokenExpiration, "service-account-max-token-expiration", 0, "Longest expiration a TokenRequest gets; 0: no limit.")
+	fs.DurationVar(&o.ServiceAccountMaxTokenExpiration, "service-account-max-token-expiration", 0, "Longest expiration a TokenRequest gets, between 1 hour and 2^32 seconds; 0: no limit.")
 	fs.Var(negatedBool{&o.NoServiceAccountLookup}, "service-account-lookup", "If true, validate ServiceAccount tokens exist in etcd as part of authentication.")
 	fs.Lookup("service-account-lookup").NoOptDefVal = "true"
+	fs.Var(negatedBool{&o.NoServiceAccountExtendTokenExpiration}, "service-account-extend-token-expiration",
+		"If true, a pod-bound token requested for the kubelet's default 3607 seconds and the API audiences is valid one year, whatever --service-account-max-token-expiration says, and counted as stale (serviceaccount_stale_tokens_total, audit annotation authentication.k8s.io/stale-token) when used after 3607 seconds.")
+	fs.Lookup("service-account-extend-token-expiration").NoOptDefVal = "true"
 	fs.BoolVar(&o.EnableBootstrapTokenAuth, "enable-bootstrap-token-auth", false, "Authenticate bootstrap tokens (kube-system secrets of type bootstrap.kubernetes.io/token).")
 	fs.BoolVar(&o.AnonymousAuth, "anonymous-auth", false, "Serve unauthenticated requests as system:anonymous (group system:unauthenticated) instead of answering 401.")
 	fs.StringSliceVar(&o.EnableAdmissionPlugins, "enable-admission-plugins", enable,

@@ -31,7 +31,7 @@ func newControllerManagerCommand() *cobra.Command {
 	)
 	cmd := &cobra.Command{
 		Use:   "controller-manager --kubeconfig FILE",
-		Short: "Run the controllers: deployment, replicaset, garbagecollector, namespace, nodelifecycle, resourcequota, disruption, serviceaccount-token, serviceaccount, root-ca-cert-publisher, csrapproving, csrsigning",
+		Short: "Run the controllers: deployment, replicaset, garbagecollector, namespace, nodelifecycle, resourcequota, disruption, serviceaccount-token, legacy-service-account-token-cleaner, serviceaccount, root-ca-cert-publisher, csrapproving, csrsigning, csrcleaner",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if _, err := logOpts.logger(); err != nil {
@@ -54,6 +54,9 @@ func newControllerManagerCommand() *cobra.Command {
 				if cfg.RootCA, err = os.ReadFile(restConfig.CAFile); err != nil {
 					return fmt.Errorf("reading the kubeconfig's certificate authority: %w", err)
 				}
+			}
+			if cfg.LegacyServiceAccountTokenCleanUpPeriod <= 0 {
+				return fmt.Errorf("invalid --legacy-service-account-token-clean-up-period %v: must be positive", cfg.LegacyServiceAccountTokenCleanUpPeriod)
 			}
 			if saKeyFile != "" {
 				if cfg.ServiceAccountPrivateKey, err = auth.LoadSigningKey(saKeyFile); err != nil {
@@ -84,6 +87,7 @@ func newControllerManagerCommand() *cobra.Command {
 	f.StringVar(&rootCAFile, "root-ca-file", "", "PEM bundle published to every namespace as the kube-root-ca.crt ConfigMap and written as ca.crt into service account token secrets (default: the kubeconfig's certificate authority)")
 	f.StringVar(&saKeyFile, "service-account-private-key-file", "", "PEM private key that signs the tokens of kubernetes.io/service-account-token Secrets (without it the serviceaccount-token controller does not run)")
 	f.IntVar(&cfg.ConcurrentSATokenSyncs, "concurrent-serviceaccount-token-syncs", cfg.ConcurrentSATokenSyncs, "service account token secrets synced at once")
+	f.DurationVar(&cfg.LegacyServiceAccountTokenCleanUpPeriod, "legacy-service-account-token-clean-up-period", cfg.LegacyServiceAccountTokenCleanUpPeriod, "how long an auto-generated legacy service account token goes unused before it is labelled invalid, and then before it is deleted")
 	f.StringVar(&signCert, "cluster-signing-cert-file", "", "PEM CA certificate the csrsigning controller issues kubelet client certificates with (with --cluster-signing-key-file; without both it does not run)")
 	f.StringVar(&signKey, "cluster-signing-key-file", "", "PEM private key of --cluster-signing-cert-file")
 	f.DurationVar(&cfg.ClusterSigningDuration, "cluster-signing-duration", 365*24*time.Hour, "longest lifetime of an issued certificate")

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -10,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -37,7 +39,8 @@ func newKubeletCommand() *cobra.Command {
 	var (
 		logs                                logOptions
 		kubeconfig, nodeName, runtimeName   string
-		bootstrapKubeconfig                 string
+		bootstrapKubeconfig, certDir        string
+		rotateCerts, rotateServerCerts      bool
 		criEndpoint, nodeIP, podCIDR        string
 		cpu, memory, ephemeral, hugepages   string
 		maxPods                             int32
@@ -47,8 +50,7 @@ func newKubeletCommand() *cobra.Command {
 		backoffBase, backoffMax             time.Duration
 		pullBackoffBase, pullBackoffMax     time.Duration
 		workers                             int
-		qps                                 float32
-		burst                               int
+		qps, burst                          int32
 		simAnnotations, simPressure         []string
 		simSandbox, simPull, simCreate      time.Duration
 		simStart, simStop                   time.Duration
@@ -61,6 +63,8 @@ func newKubeletCommand() *cobra.Command {
 		tokenWebhook, anonymousAuth         bool
 		rootDir, podLogsDir                 string
 		evictionFlags                       eviction.Flags
+		maxPodGrace                         int32
+		imageGCHigh, imageGCLow             int32
 		simAvailable                        string
 		containerGC                         = gc.DefaultContainerPolicy
 		singleProcessOOMKill                bool
@@ -199,6 +203,8 @@ func newKubeletCommand() *cobra.Command {
 				}
 			}
 			evictionFlags.HardSet = given("eviction-hard")
+			evictionFlags.MaxPodGracePeriod = int64(maxPodGrace)
+			evictionFlags.ImageGCHighThresholdPercent, evictionFlags.ImageGCLowThresholdPercent = int(imageGCHigh), int(imageGCLow)
 			ecfg, err := eviction.ParseConfig(evictionFlags)
 			if te := (*eviction.ThresholdError)(nil); errors.As(err, &te) && te.Kubelet != nil {
 				// Upstream's kubelet parses its thresholds as it starts
@@ -280,7 +286,7 @@ func newKubeletCommand() *cobra.Command {
 			if bootstrapKubeconfig != "" {
 				// TLS bootstrapping: a missing or expired --kubeconfig is
 				// obtained with the bootstrap credentials first.
-				if err := kubelet.Bootstrap(cmd.Context(), kubeconfig, bootstrapKubeconfig, nodeName, logger); err != nil {
+				if err := kubelet.Bootstrap(cmd.Context(), kubeconfig, bootstrapKubeconfig, certDir, nodeName, logger); err != nil {
 					return fmt.Errorf("bootstrapping client certificate: %w", err)
 				}
 			}
@@ -288,7 +294,25 @@ func newKubeletCommand() *cobra.Command {
 			if err != nil {
 				return fmt.Errorf("loading kubeconfig: %w", err)
 			}
-			restConfig.QPS, restConfig.Burst, restConfig.UserAgent = qps, burst, "kubeproof-kubelet/"+nodeName
+			// Certificates kept current by the kubelet (--rotate-certificates,
+			// --rotate-server-certificates), as upstream's.
+			var certManagers []*kubelet.CertificateManager
+			var clientCerts, servingCerts *kubelet.CertificateManager // for /metrics
+			if rotateCerts {
+				certPEM, keyPEM, err := kubeconfigClientCert(restConfig)
+				if err != nil {
+					return err
+				}
+				m, err := kubelet.NewClientCertificateManager(certDir, nodeName, certPEM, keyPEM, logger)
+				if err != nil {
+					return err
+				}
+				if restConfig, err = m.ClientConfig(restConfig); err != nil {
+					return err
+				}
+				certManagers, clientCerts = append(certManagers, m), m
+			}
+			restConfig.QPS, restConfig.Burst, restConfig.UserAgent = float32(qps), int(burst), "kubeproof-kubelet/"+nodeName
 			client, err := kubernetes.NewForConfig(restConfig)
 			if err != nil {
 				return fmt.Errorf("creating client: %w", err)
@@ -304,7 +328,7 @@ func newKubeletCommand() *cobra.Command {
 			}
 			apiOpts := kubeletAPIOptions{
 				address: address, port: kubeletAPIPort(cmd.Flags()), nodeIP: nodeIP, nodeName: nodeName,
-				tls: server.TLSOptions{CertFile: tlsCert, KeyFile: tlsKey, ClientCAFile: clientCA},
+				tls: server.TLSOptions{CertFile: tlsCert, KeyFile: tlsKey, ClientCAFile: clientCA, CertDir: certDir},
 			}
 			if authorizationMode == "Webhook" {
 				// As kubelet's webhook modes: certificates of --client-ca-file,
@@ -313,7 +337,43 @@ func newKubeletCommand() *cobra.Command {
 				apiOpts.tls.OptionalClientCert = true
 				apiOpts.auth = server.NewAuth(server.AuthOptions{Client: client, TokenWebhook: tokenWebhook, AnonymousAuth: anonymousAuth})
 			}
-			return runKubeletWithAPI(cmd.Context(), k, apiOpts, logger)
+			if rotateServerCerts {
+				// The node's addresses, as it reports them.
+				ip := nodeIP
+				if ip == "" {
+					ip = "127.0.0.1"
+				}
+				m, err := kubelet.NewServingCertificateManager(certDir, nodeName, []string{nodeName, ip}, logger)
+				if err != nil {
+					return err
+				}
+				apiOpts.tls.GetCertificate = m.ServingCertificate
+				certManagers, servingCerts = append(certManagers, m), m
+			}
+			k.SetCertificateManagers(clientCerts, servingCerts)
+			ctx, stop := context.WithCancel(cmd.Context())
+			defer stop()
+			var wg sync.WaitGroup
+			for _, m := range certManagers {
+				wg.Go(func() { _ = m.Run(ctx, client) })
+			}
+			// As upstream, the kubelet exits when it has had no valid
+			// client certificate for a while.
+			var certErr error
+			if clientCerts != nil {
+				wg.Go(func() {
+					if certErr = clientCerts.WatchExpiry(ctx, kubelet.ClientCertificateExitAfter, kubelet.ClientCertificateCheckPeriod); certErr != nil {
+						stop()
+					}
+				})
+			}
+			err = runKubeletWithAPI(ctx, k, apiOpts, logger)
+			stop()
+			wg.Wait()
+			if certErr != nil {
+				return certErr
+			}
+			return err
 		},
 	}
 	fs := cmd.Flags()
@@ -322,6 +382,9 @@ func newKubeletCommand() *cobra.Command {
 	fs.StringVar(&configDir, "config-dir", "", "Path to a directory of KubeletConfiguration drop-ins (files named *.conf, subdirectories included, in lexical order, each with apiVersion and kind), merged over --config (or the flags' configuration) as upstream's kubelet merges them: the fields each sets replace the earlier ones' (maps merged key by key), a null removes a field whoever set it and the result is defaulted again (a null or zero field is v1beta1's default; evictionHard taken away is none), and --config's evictionHard is the defaults where it leaves it out; flags on the command line still win. The result, with the command line's values, is validated as upstream's kubelet validates it.")
 	fs.StringVar(&kubeconfig, "kubeconfig", "", "Path to a kubeconfig file for the API server.")
 	fs.StringVar(&bootstrapKubeconfig, "bootstrap-kubeconfig", "", "Path to a kubeconfig (normally with a bootstrap token) used to obtain a client certificate when --kubeconfig does not exist or its certificate expired; --kubeconfig is then written with it.")
+	fs.StringVar(&certDir, "cert-dir", kubelet.DefaultCertDir, "The directory where the TLS certs are located: the bootstrapped (and rotated) client certificate and key kubelet-client-<timestamp>.pem behind kubelet-client-current.pem, which the written --kubeconfig names; without --tls-cert-file, the self-signed serving certificate kubelet.crt and kubelet.key (generated when they do not load). If --tls-cert-file and --tls-private-key-file are provided, this flag will be ignored for them.")
+	fs.BoolVar(&rotateCerts, "rotate-certificates", false, "Auto rotate the kubelet client certificates by requesting new certificates from the kube-apiserver when the certificate expiration approaches (KubeletConfiguration's rotateCertificates): at 70-90% of its lifetime a new key and a CertificateSigningRequest for the kubernetes.io/kube-apiserver-client-kubelet signer, the issued certificate stored in --cert-dir's kubelet-client-current.pem and used by the client's next connections.")
+	fs.BoolVar(&rotateServerCerts, "rotate-server-certificates", false, "Auto-request and rotate the kubelet serving certificates by requesting new certificates from the kube-apiserver when the certificate expiration approaches (KubeletConfiguration's serverTLSBootstrap): CertificateSigningRequests for the kubernetes.io/kubelet-serving signer with the node name and IP as SANs, which a user must approve (kubectl certificate approve); the kubelet API serves the issued certificate (kept in --cert-dir's kubelet-server-current.pem) and refuses handshakes until one is issued. --tls-cert-file is then not used.")
 	fs.StringVar(&nodeName, "node-name", "", "Name of the Node to register.")
 	fs.StringVar(&nodeName, "hostname-override", "", "Same as --node-name (upstream's flag name).")
 	fs.StringVar(&runtimeName, "runtime", "sim", "Container runtime: sim (in-process simulation) or cri (a CRI v1 runtime at --cri-endpoint).")
@@ -347,8 +410,9 @@ func newKubeletCommand() *cobra.Command {
 	fs.DurationVar(&pullBackoffBase, "image-pull-backoff-base", podsync.DefaultImagePullBackoff.Base, "First ImagePullBackOff delay after a failed image pull (doubles per failed pull of the image for the pod).")
 	fs.DurationVar(&pullBackoffMax, "image-pull-backoff-max", podsync.DefaultImagePullBackoff.Max, "Largest ImagePullBackOff delay.")
 	fs.IntVar(&workers, "pod-workers", kubelet.DefaultWorkers, "Goroutines syncing pods.")
-	fs.Float32Var(&qps, "kube-api-qps", 50, "Client QPS to the API server.")
-	fs.IntVar(&burst, "kube-api-burst", 100, "Client burst to the API server.")
+	// int32 flags, as upstream's (kubeAPIQPS is an int32 field).
+	fs.Int32Var(&qps, "kube-api-qps", 50, "Client QPS to the API server.")
+	fs.Int32Var(&burst, "kube-api-burst", 100, "Client burst to the API server.")
 	fs.StringSliceVar(&simAnnotations, "sim-annotation", nil, "Fault annotations applied to every pod unless the pod sets them, key=value,... (e.g. sim.kubeproof.io/readiness=fail).")
 	fs.StringSliceVar(&simPressure, "sim-pressure", nil, "Simulated node pressure: MemoryPressure, DiskPressure, PIDPressure make the node report no memory.available, nodefs.available, pid.available respectively; the eviction manager then reports the condition (if the signal has a threshold), refuses pods and evicts running ones.")
 	fs.DurationVar(&simSandbox, "sim-sandbox-latency", 0, "Simulated RunPodSandbox latency.")
@@ -358,7 +422,7 @@ func newKubeletCommand() *cobra.Command {
 	fs.Int32Var(&port, "port", kubelet.KubeletPort, "Port of the kubelet API (HTTPS), reported in the node's status.daemonEndpoints; outside 1-65535 the kubelet does not start, as upstream's (--enable-server=false turns the API off).")
 	fs.BoolVar(&enableServer, "enable-server", true, "Enable the kubelet API (KubeletConfiguration's enableServer); false: no API whatever --port says (the port is still reported in the node's status.daemonEndpoints), as upstream's.")
 	fs.StringVar(&address, "address", "0.0.0.0", "IP address the kubelet API listens on.")
-	fs.StringVar(&tlsCert, "tls-cert-file", "", "Serving certificate of the kubelet API (default: a self-signed one for the node name and IP).")
+	fs.StringVar(&tlsCert, "tls-cert-file", "", "Serving certificate of the kubelet API (default: a self-signed one for the node name and IP, <cert-dir>/kubelet.crt).")
 	fs.StringVar(&tlsKey, "tls-private-key-file", "", "Private key of --tls-cert-file.")
 	fs.StringVar(&authorizationMode, "authorization-mode", "AlwaysAllow", "Authorization of kubelet API requests: AlwaysAllow, or Webhook (a SubjectAccessReview per request on nodes/proxy, stats, log, ...).")
 	fs.BoolVar(&tokenWebhook, "authentication-token-webhook", false, "Authenticate bearer tokens on the kubelet API with a TokenReview (with --authorization-mode Webhook).")
@@ -367,14 +431,14 @@ func newKubeletCommand() *cobra.Command {
 	fs.DurationVar(&simStop, "sim-stop-latency", 0, "Simulated StopContainer latency.")
 	addSimRuntimeHandlersFlag(fs, &simHandlers)
 	addSimMissingImagesFlag(fs, &simMissing)
-	fs.Var(newPairsFlag(&evictionFlags.Hard, eviction.DefaultEvictionHard, "<"), "eviction-hard", "Hard eviction thresholds, signal<quantity or signal<percentage,... (signals: memory.available, nodefs.available, nodefs.inodesFree, imagefs.available, imagefs.inodesFree, pid.available); giving it replaces the whole default, 0 disables a signal.")
+	fs.Var(newPairsFlag(&evictionFlags.Hard, eviction.DefaultEvictionHard, "<"), "eviction-hard", "Hard eviction thresholds, signal<quantity or signal<percentage,... (signals: memory.available, nodefs.available, nodefs.inodesFree, imagefs.available, imagefs.inodesFree, pid.available); giving it replaces the whole default and giving it again adds to it (a signal named twice keeps its last value); 0% or 100% leaves a signal out, a zero quantity is refused.")
 	fs.Var(newPairsFlag(&evictionFlags.Soft, "", "<"), "eviction-soft", "Soft eviction thresholds, signal<quantity or percentage,...; each needs a grace period in --eviction-soft-grace-period.")
 	fs.Var(newPairsFlag(&evictionFlags.SoftGracePeriod, "", "="), "eviction-soft-grace-period", "How long each soft threshold must hold before pods are evicted, signal=duration,... (e.g. memory.available=1m30s).")
 	fs.Var(newPairsFlag(&evictionFlags.MinimumReclaim, "", "="), "eviction-minimum-reclaim", "Amount beyond a met threshold to reclaim before it counts as resolved, signal=quantity or percentage,...")
 	fs.DurationVar(&evictionFlags.PressureTransitionPeriod, "eviction-pressure-transition-period", eviction.DefaultPressureTransition, "How long a pressure condition stays True after its threshold stopped being met.")
-	fs.Int64Var(&evictionFlags.MaxPodGracePeriod, "eviction-max-pod-grace-period", 0, "Largest grace period (seconds) given to a pod evicted for a soft threshold; 0: the pod's own.")
-	fs.IntVar(&evictionFlags.ImageGCHighThresholdPercent, "image-gc-high-threshold", gc.DefaultHighThresholdPercent, "Image filesystem usage percent at or above which unused images are collected (100 disables image garbage collection).")
-	fs.IntVar(&evictionFlags.ImageGCLowThresholdPercent, "image-gc-low-threshold", gc.DefaultLowThresholdPercent, "Image filesystem usage percent image garbage collection frees down to.")
+	fs.Int32Var(&maxPodGrace, "eviction-max-pod-grace-period", 0, "Largest grace period (seconds) given to a pod evicted for a soft threshold; 0: the pod's own.")
+	fs.Int32Var(&imageGCHigh, "image-gc-high-threshold", gc.DefaultHighThresholdPercent, "Image filesystem usage percent at or above which unused images are collected (100 disables image garbage collection).")
+	fs.Int32Var(&imageGCLow, "image-gc-low-threshold", gc.DefaultLowThresholdPercent, "Image filesystem usage percent image garbage collection frees down to.")
 	fs.DurationVar(&evictionFlags.MinimumImageTTLDuration, "minimum-image-ttl-duration", gc.DefaultMinAge, "Minimum age of an unused image before it may be garbage collected.")
 	fs.DurationVar(&evictionFlags.ImageMaximumGCAge, "image-maximum-gc-age", 0, "How long an image may stay unused before image garbage collection removes it whatever the disk usage; 0 turns this off.")
 	fs.DurationVar(&evictionFlags.MonitoringInterval, "eviction-monitoring-interval", eviction.DefaultMonitoringInterval, "How often the eviction manager observes the node (kubeproof's flag; upstream's is fixed at 10s).")

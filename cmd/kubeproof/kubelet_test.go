@@ -72,7 +72,7 @@ func TestKubeletWebhookAuthorization(t *testing.T) {
 			root.SetArgs([]string{"kubelet", "--kubeconfig", c.AdminKubeconfig, "--node-name", node, "--address", "127.0.0.1",
 				"--port", fmt.Sprint(port), "--client-ca-file", filepath.Join(dir, "pki", "ca.crt"), "--authorization-mode", "Webhook",
 				"--authentication-token-webhook", fmt.Sprintf("--anonymous-auth=%v", anonymous),
-				"--root-dir", filepath.Join(dir, node), "--pod-logs-dir", filepath.Join(dir, node, "logs")})
+				"--root-dir", filepath.Join(dir, node), "--pod-logs-dir", filepath.Join(dir, node, "logs"), "--cert-dir", filepath.Join(dir, node, "pki")})
 			root.SetOut(new(discard))
 			root.SetErr(new(discard))
 			done <- root.ExecuteContext(kctx)
@@ -105,6 +105,11 @@ func TestKubeletWebhookAuthorization(t *testing.T) {
 		}
 		if code := get(nil); code != want {
 			t.Errorf("anonymous-auth=%v: no credentials got %d, want %d", anonymous, code, want)
+		}
+		// Without --tls-cert-file the self-signed serving certificate is
+		// --cert-dir's kubelet.crt, as upstream's.
+		if _, err := tls.LoadX509KeyPair(filepath.Join(dir, node, "pki", "kubelet.crt"), filepath.Join(dir, node, "pki", "kubelet.key")); err != nil {
+			t.Errorf("--cert-dir's self-signed serving certificate: %v", err)
 		}
 		kcancel()
 		if err := <-done; err != nil {

@@ -255,6 +255,14 @@ var kubeletConfigFields = []kubeletConfigField{
 		return listValue(c.AllowedUnsafeSysctls)
 	}},
 	{path: "seccompDefault", flag: "seccomp-default", kind: kindBool, value: func(c *kcv1beta1.KubeletConfiguration) (string, bool) { return boolPtr(c.SeccompDefault) }},
+	// Certificate rotation: the client's (rotateCertificates) and the
+	// kubelet API's requested serving certificate (serverTLSBootstrap).
+	{path: "rotateCertificates", flag: "rotate-certificates", kind: kindBool, value: func(c *kcv1beta1.KubeletConfiguration) (string, bool) {
+		return strconv.FormatBool(c.RotateCertificates), c.RotateCertificates
+	}},
+	{path: "serverTLSBootstrap", flag: "rotate-server-certificates", kind: kindBool, value: func(c *kcv1beta1.KubeletConfiguration) (string, bool) {
+		return strconv.FormatBool(c.ServerTLSBootstrap), c.ServerTLSBootstrap
+	}},
 	{path: "imagePullCredentialsVerificationPolicy", flag: "image-pull-credentials-verification-policy", kind: kindText, value: func(c *kcv1beta1.KubeletConfiguration) (string, bool) {
 		return string(c.ImagePullCredentialsVerificationPolicy), c.ImagePullCredentialsVerificationPolicy != ""
 	}},
@@ -744,10 +752,16 @@ func flagJSON(kind flagKind, s string) (any, error) {
 		sep := map[flagKind]string{kindThresholds: "<", kindPairs: "=", kindGates: "="}[kind]
 		out := map[string]any{}
 		for _, item := range items() {
+			// As upstream's map flags: blank items skipped (the flag
+			// refused those it does not take), key and value trimmed.
+			if strings.TrimSpace(item) == "" {
+				continue
+			}
 			k, v, ok := strings.Cut(item, sep)
 			if !ok {
 				return nil, fmt.Errorf("%q: want key%svalue", item, sep)
 			}
+			k, v = strings.TrimSpace(k), strings.TrimSpace(v)
 			out[k] = v
 			if kind == kindGates {
 				on, err := strconv.ParseBool(v)

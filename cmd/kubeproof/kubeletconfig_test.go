@@ -275,7 +275,7 @@ qosReserved: {memory: 50%}
 			fields = append(fields, strings.Fields(after)[0])
 		}
 	}
-	want := []string{"cgroupDriver", "qosReserved.memory", "readOnlyPort", "rotateCertificates", "staticPodPath"}
+	want := []string{"cgroupDriver", "qosReserved.memory", "readOnlyPort", "staticPodPath"}
 	if !slices.Equal(fields, want) {
 		t.Errorf("warned of %q, want %q; logs:\n%s", fields, want, f.logs)
 	}

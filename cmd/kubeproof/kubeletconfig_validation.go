@@ -3,13 +3,21 @@ package main
 import (
 	"cmp"
 	"fmt"
+	"maps"
+	"math"
+	"net/url"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 	"unicode"
 
+	v1 "k8s.io/api/core/v1"
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	kcv1beta1 "k8s.io/kubelet/config/v1beta1"
+	"k8s.io/utils/cpuset"
 
 	"github.com/kubeproof/kubeproof/impl/kubelet/pullrecords"
 )
@@ -21,17 +29,162 @@ import (
 // implements and on the range and option checks of those it does not;
 // feature gates are 1.37's defaults (GracefulNodeShutdown and its
 // pod-priority variant, KubeletCrashLoopBackOffMax and
-// KubeletEnsureSecretPulledImages on, MemoryQoS off),
-// CustomCPUCFSQuotaPeriod the configuration's.
+// KubeletEnsureSecretPulledImages on, MemoryQoS, NodeLogQuery and
+// LoggingAlphaOptions off), CustomCPUCFSQuotaPeriod the configuration's.
 
-// checkKubeletLogFormat is upstream's check of logging.format, made when
-// logging is set up, before the configuration's validation: text or json.
+// checkKubeletLogFormat is upstream's check of the logging section, made
+// when logging is set up, before the configuration's validation: format
+// text or json, verbosity (of the whole and of each vmodule item) within
+// int32, vmodule only with text and its file patterns given and without
+// "=" or ",", and no option of the alpha LoggingAlphaOptions feature
+// (splitStream, infoBufferSize), off. A negative flushFrequency is
+// kubeproof's own refusal, worded in the same style: upstream's logging
+// validation does not look at it, and its kubelet then hands it to klog's
+// flush daemon, whose ticker panics on a non-positive interval.
 func checkKubeletLogFormat(kc *kcv1beta1.KubeletConfiguration) error {
-	switch kc.Logging.Format {
+	c, path := &kc.Logging, field.NewPath("logging")
+	var errs field.ErrorList
+	// Left out (zero) it is v1beta1's default, 5s; not upstream's check
+	// (see above).
+	if c.FlushFrequency.Duration.Duration < 0 {
+		errs = append(errs, field.Invalid(path.Child("flushFrequency"), c.FlushFrequency, "Must be greater than zero"))
+	}
+	switch c.Format {
 	case "", "text", "json":
+	default:
+		errs = append(errs, field.Invalid(path.Child("format"), c.Format, "Unsupported log format"))
+	}
+	if c.Verbosity > math.MaxInt32 {
+		errs = append(errs, field.Invalid(path.Child("verbosity"), c.Verbosity, fmt.Sprintf("Must be <= %d", math.MaxInt32)))
+	}
+	vmodule := path.Child("vmodule")
+	if len(c.VModule) > 0 && c.Format != "" && c.Format != "text" {
+		errs = append(errs, field.Forbidden(vmodule, "Only supported for text log format"))
+	}
+	for i, item := range c.VModule {
+		if item.FilePattern == "" {
+			errs = append(errs, field.Required(vmodule.Index(i), "File pattern must not be empty"))
+		}
+		if strings.ContainsAny(item.FilePattern, "=,") {
+			errs = append(errs, field.Invalid(vmodule.Index(i), item.FilePattern, "File pattern must not contain equal sign or comma"))
+		}
+		if item.Verbosity > math.MaxInt32 {
+			errs = append(errs, field.Invalid(vmodule.Index(i), item.Verbosity, fmt.Sprintf("Must be <= %d", math.MaxInt32)))
+		}
+	}
+	const alpha = "Feature LoggingAlphaOptions is disabled"
+	for _, o := range []struct {
+		name        string
+		splitStream bool
+		infoBuffer  int64
+	}{{"text", c.Options.Text.SplitStream, c.Options.Text.InfoBufferSize.Value()}, {"json", c.Options.JSON.SplitStream, c.Options.JSON.InfoBufferSize.Value()}} {
+		if o.splitStream {
+			errs = append(errs, field.Forbidden(path.Child("options", o.name, "splitStream"), alpha))
+		}
+		if o.infoBuffer != 0 {
+			errs = append(errs, field.Forbidden(path.Child("options", o.name, "infoBufferSize"), alpha))
+		}
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("initialize logging: %w", errs.ToAggregate())
+	}
+	return nil
+}
+
+// kubeletPreviousMinor is the only showHiddenMetricsForVersion upstream's
+// 1.37 kubelet takes.
+const kubeletPreviousMinor = "1.36"
+
+// registerWithTaintsErrors are upstream's checks of registerWithTaints:
+// each taint's key a qualified name, its value a label value, its effect
+// one of the three (or none), the whole taint printed as Go prints it;
+// and no timeAdded.
+func registerWithTaintsErrors(taints []v1.Taint) []error {
+	var errs []error
+	for _, taint := range taints {
+		bad := len(validation.IsQualifiedName(taint.Key)) > 0 ||
+			taint.Value != "" && len(validation.IsValidLabelValue(taint.Value)) > 0
+		switch taint.Effect {
+		case "", v1.TaintEffectNoSchedule, v1.TaintEffectPreferNoSchedule, v1.TaintEffectNoExecute:
+		default:
+			bad = true
+		}
+		if bad {
+			errs = append(errs, fmt.Errorf("invalid taint: %v", taint))
+		}
+		if taint.TimeAdded != nil {
+			errs = append(errs, fmt.Errorf("invalid configuration: taint.TimeAdded is not nil"))
+		}
+	}
+	return errs
+}
+
+// reservedMemoryErrors are upstream's checks of reservedMemory: per NUMA
+// node, each limit memory or a huge page size, not zero, named once (a
+// node's limits in name order; upstream goes through them in map order).
+func reservedMemoryErrors(reserved []kcv1beta1.MemoryReservation) []error {
+	var errs []error
+	add := func(format string, args ...any) {
+		errs = append(errs, fmt.Errorf("invalid configuration: "+format, args...))
+	}
+	seen := map[int32]map[v1.ResourceName]bool{}
+	for _, r := range reserved {
+		if seen[r.NumaNode] == nil {
+			seen[r.NumaNode] = map[v1.ResourceName]bool{}
+		}
+		for _, name := range slices.Sorted(maps.Keys(r.Limits)) {
+			if name != v1.ResourceMemory && !strings.HasPrefix(string(name), v1.ResourceHugePagesPrefix) {
+				add("the limit type %q for NUMA node %d is not supported, only %v is accepted", name, r.NumaNode,
+					[]v1.ResourceName{v1.ResourceMemory, v1.ResourceHugePagesPrefix + "<HugePageSize>"})
+			}
+			if q := r.Limits[name]; q.IsZero() {
+				add("reserved memory may not be zero for NUMA node %d and resource %q", r.NumaNode, name)
+			}
+			if seen[r.NumaNode][name] {
+				add("the reserved memory has a duplicate value for NUMA node %d and resource %q", r.NumaNode, name)
+			}
+			seen[r.NumaNode][name] = true
+		}
+	}
+	return errs
+}
+
+// tracingErrors are upstream's checks of tracing: samplingRatePerMillion
+// within 0 and a million, the endpoint a URL (dns:// when it names no
+// scheme) of scheme dns, unix or unix-abstract.
+func tracingErrors(kc *kcv1beta1.KubeletConfiguration) []error {
+	t := kc.Tracing
+	if t == nil {
 		return nil
 	}
-	return fmt.Errorf("initialize logging: logging.format: Invalid value: %q: Unsupported log format", kc.Logging.Format)
+	var errs field.ErrorList
+	path := field.NewPath("tracing")
+	if r := t.SamplingRatePerMillion; r != nil {
+		if *r < 0 {
+			errs = append(errs, field.Invalid(path.Child("samplingRatePerMillion"), *r, "sampling rate must be positive"))
+		}
+		if *r > 1000000 {
+			errs = append(errs, field.Invalid(path.Child("samplingRatePerMillion"), *r, "sampling rate per million must be less than or equal to one million"))
+		}
+	}
+	if t.Endpoint != nil {
+		endpoint := *t.Endpoint
+		if !strings.Contains(endpoint, "//") {
+			endpoint = "dns://" + endpoint
+		}
+		u, err := url.Parse(endpoint)
+		switch {
+		case err != nil:
+			errs = append(errs, field.Invalid(path.Child("endpoint"), endpoint, err.Error()))
+		case u.Scheme != "dns" && u.Scheme != "unix" && u.Scheme != "unix-abstract":
+			errs = append(errs, field.Invalid(path.Child("endpoint"), endpoint,
+				fmt.Sprintf("unsupported scheme: %v.  Options are none, dns, unix, or unix-abstract.  See https://github.com/grpc/grpc/blob/master/doc/naming.md", u.Scheme)))
+		}
+	}
+	if len(errs) == 0 {
+		return nil
+	}
+	return errs.ToAggregate().Errors()
 }
 
 // orDefault32 is *p, or def when the field is left out.
@@ -104,6 +257,7 @@ func validateKubeletConfig(kc *kcv1beta1.KubeletConfiguration) error {
 		check(serialize && *p > 1, "maxParallelImagePulls cannot be larger than 1 unless SerializeImagePulls (--serialize-image-pulls) is set to false")
 	}
 	check(kc.RunOnce, "runOnce (--runOnce) %v, Runonce mode has been deprecated and should not be set", kc.RunOnce)
+	errs = append(errs, registerWithTaintsErrors(kc.RegisterWithTaints)...)
 	policies := []string{"none", "best-effort", "restricted", "single-numa-node"}
 	if policy := kc.TopologyManagerPolicy; policy != "" {
 		check(!slices.Contains(policies, policy), "topologyManagerPolicy (--topology-manager-policy) %q must be one of: %q", policy, policies)
@@ -140,6 +294,22 @@ func validateKubeletConfig(kc *kcv1beta1.KubeletConfiguration) error {
 	}
 	pullPolicy := pullrecords.Policy(cmp.Or(kc.ImagePullCredentialsVerificationPolicy, kcv1beta1.ImagePullCredentialsVerificationPolicy(pullrecords.DefaultPolicy)))
 	errs = append(errs, pullrecords.ValidationErrors(pullPolicy, kc.PreloadedImagesVerificationAllowlist)...)
+	if cpus := kc.ReservedSystemCPUs; cpus != "" {
+		check(kc.SystemReservedCgroup != "" || kc.KubeReservedCgroup != "",
+			"can't use reservedSystemCPUs (--reserved-cpus) with systemReservedCgroup (--system-reserved-cgroup) or kubeReservedCgroup (--kube-reserved-cgroup)")
+		if _, err := cpuset.Parse(cpus); err != nil {
+			errs = append(errs, fmt.Errorf("invalid configuration: unable to parse reservedSystemCPUs (--reserved-cpus) %v, error: %w", cpus, err))
+		}
+	}
+	errs = append(errs, reservedMemoryErrors(kc.ReservedMemory)...)
+	// Upstream's OS-specific checks (Windows only) come here.
+	if v := kc.ShowHiddenMetricsForVersion; v != "" && v != kubeletPreviousMinor {
+		errs = append(errs, fmt.Errorf("invalid showHiddenMetricsForVersion: %w",
+			field.Invalid(field.NewPath("showHiddenMetricsForVersion"), v, fmt.Sprintf("must be omitted or have the value '%v'; only the previous minor version is allowed", kubeletPreviousMinor))))
+	}
+	// Upstream checks logging again here; checkKubeletLogFormat refused
+	// what it would refuse before the validation.
+	errs = append(errs, tracingErrors(kc)...)
 	if f := kc.MemoryThrottlingFactor; f != nil {
 		check(*f <= 0 || *f > 1.0, "memoryThrottlingFactor %v must be greater than 0 and less than or equal to 1.0", *f)
 	}
@@ -152,6 +322,10 @@ func validateKubeletConfig(kc *kcv1beta1.KubeletConfiguration) error {
 			kcv1beta1.NoneMemoryReservationPolicy, kcv1beta1.TieredReservationMemoryReservationPolicy)
 	}
 	check(kc.ContainerRuntimeEndpoint == "", "the containerRuntimeEndpoint was not specified or empty")
+	// NodeLogQuery is beta and off by default; the system log handler is
+	// on unless the configuration turns it off.
+	check(kc.EnableSystemLogQuery != nil && *kc.EnableSystemLogQuery && !kc.FeatureGates["NodeLogQuery"], "NodeLogQuery feature gate is required for enableSystemLogQuery")
+	check(kc.EnableSystemLogQuery != nil && *kc.EnableSystemLogQuery && kc.EnableSystemLogHandler != nil && !*kc.EnableSystemLogHandler, "enableSystemLogHandler is required for enableSystemLogQuery")
 	check(orDefault32(kc.ContainerLogMaxWorkers, 1) < 1, "containerLogMaxWorkers must be greater than or equal to 1")
 	monitor := 10 * time.Second
 	if kc.ContainerLogMonitorInterval != nil {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/api/resource"
+	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 
 	"github.com/kubeproof/kubeproof/impl/cluster"
 	"github.com/kubeproof/kubeproof/impl/kubelet"
@@ -92,6 +93,13 @@ Fail and recover simulated nodes with 'kubeproof node fail|recover NODE' (same -
 				// the default service accounts the ServiceAccount plugin
 				// requires (as cluster.Start does for its defaults).
 				authOpts.DisableAdmissionPlugins = append(authOpts.DisableAdmissionPlugins, "ServiceAccount")
+			}
+			// The API server's flags are validated before anything
+			// starts, every error reported together as kube-apiserver's
+			// (as cluster.Start uses them: with a signing key of its own
+			// when none is given).
+			if err := utilerrors.NewAggregate(authOpts.ValidateForStart()); err != nil {
+				return err
 			}
 			if nodes > 0 {
 				// A process hosting simulated nodes runs its collector

@@ -447,7 +447,7 @@ func testConflict(t *testing.T, _ *cluster.Cluster, cs kubernetes.Interface, ns 
 
 	err = cs.CoreV1().ConfigMaps(ns).Delete(ctx, "a", metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: ptr.To(types.UID("not-the-uid"))}})
 	checkStatus(t, err, 409, metav1.StatusReasonConflict,
-		fmt.Sprintf(`Operation cannot be fulfilled on configmaps "a": Precondition failed: UID in precondition: not-the-uid, UID in object meta: %s`, stale.UID), "configmaps", "a")
+		fmt.Sprintf(`Operation cannot be fulfilled on ConfigMap "a": the UID in the precondition (not-the-uid) does not match the UID in record (%s). The object might have been deleted and then recreated`, stale.UID), "ConfigMap", "a")
 	err = cs.CoreV1().ConfigMaps(ns).Delete(ctx, "a", metav1.DeleteOptions{Preconditions: &metav1.Preconditions{ResourceVersion: ptr.To(stale.ResourceVersion)}})
 	if !apierrors.IsConflict(err) {
 		t.Errorf("delete with a stale resourceVersion precondition: %v, want Conflict", err)

@@ -2,6 +2,7 @@ package apiserver_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -120,7 +121,7 @@ func TestDeleteReturnsStatusAndPreconditions(t *testing.T) {
 	}
 	wrong := types.UID("not-the-uid")
 	err = e.cs.CoreV1().ConfigMaps("default").Delete(c, "p", metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &wrong}})
-	if !apierrors.IsConflict(err) || !strings.Contains(err.Error(), "Precondition failed: UID in precondition") {
+	if !apierrors.IsConflict(err) || !strings.Contains(err.Error(), "the UID in the precondition (not-the-uid) does not match the UID in record") {
 		t.Fatalf("uid precondition: %v", err)
 	}
 	staleRV := "1"
@@ -267,5 +268,48 @@ func TestDeleteAgainWithBackgroundRemovesOrphanFinalizer(t *testing.T) {
 	}
 	if _, err := cms.Get(c, "o", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Fatalf("after the background delete: %v, want NotFound", err)
+	}
+}
+
+// As kube-apiserver (kubernetes/kubernetes#113847): a create's
+// resourceVersion that is 0 or not an unsigned number is ignored; another
+// number is refused.
+func TestCreateIgnoresResourceVersionNotANumber(t *testing.T) {
+	e := newEnv(t, nil)
+	c := ctx(t)
+	cms := e.cs.CoreV1().ConfigMaps("default")
+	for i, rv := range []string{"0", "-1", "x"} {
+		cm := configMap("", fmt.Sprintf("rv-%d", i), nil)
+		cm.ResourceVersion = rv
+		out, err := cms.Create(c, cm, metav1.CreateOptions{})
+		if err != nil || out.ResourceVersion == rv {
+			t.Fatalf("create with resourceVersion %q: %v %+v", rv, err, out)
+		}
+	}
+	cm := configMap("", "rv-5", nil)
+	cm.ResourceVersion = "5"
+	if _, err := cms.Create(c, cm, metav1.CreateOptions{}); err == nil {
+		t.Fatal("create with resourceVersion 5 succeeded")
+	}
+}
+
+// As kube-apiserver, whose dry-run store answers a create without its
+// storage's resourceVersion check: a dry run of a create carrying a
+// resourceVersion that is a number other than 0 is accepted (a real one is
+// refused), and writes nothing.
+func TestDryRunCreateDoesNotCheckResourceVersion(t *testing.T) {
+	e := newEnv(t, nil)
+	c := ctx(t)
+	cms := e.cs.CoreV1().ConfigMaps("default")
+	cm := configMap("", "rv-dry", nil)
+	cm.ResourceVersion = "5"
+	if _, err := cms.Create(c, cm, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}); err != nil {
+		t.Fatalf("dry-run create with resourceVersion 5: %v", err)
+	}
+	if _, err := cms.Get(c, "rv-dry", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Fatalf("after the dry run: %v, want NotFound", err)
+	}
+	if _, err := cms.Create(c, cm, metav1.CreateOptions{}); !apierrors.IsBadRequest(err) {
+		t.Fatalf("create with resourceVersion 5: %v, want a 400", err)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"strings"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
@@ -147,14 +148,70 @@ func invalid(kind string, errs field.ErrorList) error {
 	return apierrors.NewInvalid(schema.GroupKind{Group: authorizationv1.GroupName, Kind: kind}, "", errs)
 }
 
-// decide asks the authorizer and fills a SubjectAccessReviewStatus.
-func (s *Server) decide(r *http.Request, u *request.User, info *request.Info) authorizationv1.SubjectAccessReviewStatus {
-	d, reason, err := s.authorizer.Authorize(r.Context(), auth.Attributes{User: u, Info: info})
+// decide asks the authorizer about the review's attributes and fills a
+// SubjectAccessReviewStatus: its evaluationError is the authorizer's
+// error, then the notes on selectors ra's could not parse whole
+// (selectorParseNotes), joined by "; " as kube-apiserver's.
+func (s *Server) decide(r *http.Request, u *request.User, ra *authorizationv1.ResourceAttributes, nra *authorizationv1.NonResourceAttributes) authorizationv1.SubjectAccessReviewStatus {
+	d, reason, err := s.authorizer.Authorize(r.Context(), auth.Attributes{User: u, Info: attributesInfo(ra, nra)})
 	st := authorizationv1.SubjectAccessReviewStatus{Allowed: d == auth.DecisionAllow, Denied: d == auth.DecisionDeny, Reason: reason}
+	var evalErrs []string
 	if err != nil {
-		st.EvaluationError = err.Error()
+		evalErrs = append(evalErrs, err.Error())
 	}
+	st.EvaluationError = strings.Join(append(evalErrs, selectorParseNotes(ra)...), "; ")
 	return st
+}
+
+// selectorParseNotes are kube-apiserver's evaluationError notes on the
+// selectors of an access review it could not parse whole, field selector
+// first: "partially ignored" when some requirements were kept (the
+// dropped ones only broaden the question), "ignored" when none were. A
+// raw selector is parsed whole or ignored; requirements, when given,
+// decide instead of it.
+func selectorParseNotes(ra *authorizationv1.ResourceAttributes) []string {
+	if ra == nil {
+		return nil
+	}
+	var notes []string
+	note := func(which string, kept, failed bool) {
+		switch {
+		case !failed:
+		case kept:
+			notes = append(notes, "spec.resourceAttributes."+which+" partially ignored due to parse error")
+		default:
+			notes = append(notes, "spec.resourceAttributes."+which+" ignored due to parse error")
+		}
+	}
+	if fs := ra.FieldSelector; fs != nil {
+		kept, failed := false, false
+		if fs.RawSelector != "" {
+			sel, err := fields.ParseSelector(fs.RawSelector)
+			kept, failed = err == nil && len(sel.Requirements()) > 0, err != nil
+		}
+		if len(fs.Requirements) > 0 {
+			n := len(fieldRequirements(fs.Requirements))
+			kept, failed = n > 0, n < len(fs.Requirements)
+		}
+		note("fieldSelector", kept, failed)
+	}
+	if ls := ra.LabelSelector; ls != nil {
+		kept, failed := false, false
+		if ls.RawSelector != "" {
+			sel, err := labels.Parse(ls.RawSelector)
+			failed = err != nil
+			if !failed {
+				reqs, _ := sel.Requirements()
+				kept = len(reqs) > 0
+			}
+		}
+		if len(ls.Requirements) > 0 {
+			n := len(labelRequirements(ls.Requirements))
+			kept, failed = n > 0, n < len(ls.Requirements)
+		}
+		note("labelSelector", kept, failed)
+	}
+	return notes
 }
 
 func (s *Server) selfSubjectAccessReview(r *http.Request, _ *request.Info, in runtime.Object) (runtime.Object, error) {
@@ -164,7 +221,7 @@ func (s *Server) selfSubjectAccessReview(r *http.Request, _ *request.Info, in ru
 	if len(errs) > 0 {
 		return nil, invalid("SelfSubjectAccessReview", errs)
 	}
-	rev.Status = s.decide(r, request.UserFrom(r.Context()), attributesInfo(rev.Spec.ResourceAttributes, rev.Spec.NonResourceAttributes))
+	rev.Status = s.decide(r, request.UserFrom(r.Context()), rev.Spec.ResourceAttributes, rev.Spec.NonResourceAttributes)
 	return rev, nil
 }
 
@@ -195,7 +252,7 @@ func (s *Server) subjectAccessReview(r *http.Request, _ *request.Info, in runtim
 	if len(errs) > 0 {
 		return nil, invalid("SubjectAccessReview", errs)
 	}
-	rev.Status = s.decide(r, reviewedUser(&rev.Spec), attributesInfo(rev.Spec.ResourceAttributes, rev.Spec.NonResourceAttributes))
+	rev.Status = s.decide(r, reviewedUser(&rev.Spec), rev.Spec.ResourceAttributes, rev.Spec.NonResourceAttributes)
 	return rev, nil
 }
 
@@ -219,7 +276,7 @@ func (s *Server) localSubjectAccessReview(r *http.Request, info *request.Info, i
 	if rev.Spec.ResourceAttributes.Namespace != info.Namespace {
 		return nil, apierrors.NewBadRequest(fmt.Sprintf("spec.resourceAttributes.namespace must match namespace: %v", info.Namespace))
 	}
-	rev.Status = s.decide(r, reviewedUser(&rev.Spec), attributesInfo(rev.Spec.ResourceAttributes, nil))
+	rev.Status = s.decide(r, reviewedUser(&rev.Spec), rev.Spec.ResourceAttributes, nil)
 	return rev, nil
 }
 

@@ -91,6 +91,10 @@ import (
 type Config struct {
 	// StorageFactory builds the store of each resource.
 	StorageFactory storage.Factory
+	// EtcdPrefix is the prefix of every key in etcd (--etcd-prefix,
+	// "/registry" when empty), named in precondition errors as
+	// kube-apiserver's storage names the key.
+	EtcdPrefix string
 	// Resources are served (registry.All()).
 	Resources []*resource.Resource
 
@@ -244,6 +248,11 @@ type ServiceAccountConfig struct {
 	// NoLegacyLookup (--service-account-lookup=false): legacy tokens are
 	// not checked against their secret and service account.
 	NoLegacyLookup bool
+	// NoExtendTokenExpiration (--service-account-extend-token-expiration=false):
+	// a pod-bound TokenRequest for the kubelet's default expiration (3607 s)
+	// and the API audiences gets that expiration, not a token valid one
+	// year that warns (is counted stale) after 3607 s.
+	NoExtendTokenExpiration bool
 }
 
 // DefaultGitVersion is the Kubernetes version kubeproof reports.
@@ -383,6 +392,7 @@ func New(cfg Config) (*Server, error) {
 	opts := &endpoints.Options{
 		Codecs: codecs, Admission: chain, MaxBodyBytes: cfg.MaxRequestBodyBytes,
 		MinRequestTimeout: cfg.MinRequestTimeout, WatchStarted: m.WatchStarted,
+		StoragePathPrefix: cfg.EtcdPrefix,
 	}
 	prefixes := storagePrefixes(cfg.Resources)
 	stores := map[schema.GroupVersionResource]storage.Interface{}
@@ -468,9 +478,14 @@ func New(cfg Config) (*Server, error) {
 		}
 	}
 	if sa := cfg.ServiceAccounts; sa != nil {
+		saMetrics, err := auth.NewServiceAccountMetrics(reg)
+		if err != nil {
+			s.Close()
+			return nil, fmt.Errorf("apiserver: registering service account token metrics: %w", err)
+		}
 		s.saTokens = &auth.ServiceAccountTokens{Issuers: sa.Issuers, SigningKey: sa.SigningKey,
 			VerifyKeys: sa.VerifyKeys, APIAudiences: sa.APIAudiences, Objects: storeLookup{s},
-			LegacyTokens: legacyTokenTracker{s}, NoLegacyLookup: sa.NoLegacyLookup}
+			LegacyTokens: legacyTokenTracker{s}, NoLegacyLookup: sa.NoLegacyLookup, Metrics: saMetrics}
 	}
 	authenticator := s.buildAuthenticator()
 	s.authorizer = authorizer
@@ -636,6 +651,11 @@ func (s *Server) Run(ctx context.Context) error {
 	}
 	if s.objectCounts != nil {
 		bg.Go(func() { s.objectCounts.run(baseCtx) })
+	}
+	if s.saTokens != nil {
+		// Only a server that authenticates service account tokens
+		// records when legacy ones are used.
+		bg.Go(func() { s.runLegacyTokenTracking(baseCtx) })
 	}
 	if s.apf != nil {
 		if err := s.apf.ensure(ctx); err != nil {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
@@ -16,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/kubeproof/kubeproof/impl/apiserver/admission"
+	"github.com/kubeproof/kubeproof/impl/apiserver/audit"
 	"github.com/kubeproof/kubeproof/impl/apiserver/auth"
 	"github.com/kubeproof/kubeproof/impl/apiserver/endpoints"
 	"github.com/kubeproof/kubeproof/impl/apiserver/request"
@@ -26,11 +28,13 @@ import (
 // authentication.k8s.io/v1 TokenRequest, get back a bound service account
 // token for spec.audiences (default: the API audiences), valid
 // spec.expirationSeconds (default one hour, at least ten minutes, capped
-// at --service-account-max-token-expiration), optionally bound to a pod,
+// at --service-account-max-token-expiration, with a warning), optionally bound to a pod,
 // secret or node that must exist (and have the given uid). metadata.uid,
 // when set, must be the service account's. Admission runs as on a create
 // of subresource token of serviceaccounts (NodeRestriction checks a
-// kubelet's requests).
+// kubelet's requests). A pod-bound request for the kubelet's default
+// 3607 s and the API audiences gets an extended token (extendsExpiration).
+// The request is audited with the issued token's credential id.
 
 const (
 	defaultTokenExpirationSeconds = 3600
@@ -55,6 +59,9 @@ func (s *Server) serveTokenRequest(w http.ResponseWriter, r *http.Request, gv sc
 		endpoints.WriteStatusError(w, r, s.codecs, apierrors.NewMethodNotSupported(tokenRequestGR, info.Verb))
 		return true
 	}
+	// Warnings (admission plugins', a shortened expiration's) go out as
+	// Warning headers, as on other writes.
+	w, r = endpoints.CollectWarnings(w, r)
 	req := &authenticationv1.TokenRequest{}
 	if err := s.readObject(w, r, authenticationv1.SchemeGroupVersion.WithKind("TokenRequest"), req); err != nil {
 		endpoints.WriteError(w, r, s.codecs, err, tokenRequestGR, info.Name)
@@ -189,21 +196,50 @@ func (s *Server) createToken(ctx context.Context, look tokenObjects, namespace, 
 	}
 	exp := time.Duration(*spec.ExpirationSeconds) * time.Second
 	if max := s.cfg.ServiceAccounts.MaxTokenExpiration; max > 0 && exp > max {
-		exp = max
+		// The max counts in whole seconds, as upstream's.
 		secs := int64(max / time.Second)
+		exp = time.Duration(secs) * time.Second
+		request.AddWarning(ctx, fmt.Sprintf("requested expiration of %d seconds shortened to %d seconds", *spec.ExpirationSeconds, secs))
 		spec.ExpirationSeconds = &secs
 	}
 	issue.Expiration = exp
+	if s.extendsExpiration(issue.Pod, exp, spec.Audiences) {
+		issue.WarnAfter, issue.Expiration = exp, auth.ExpirationExtension
+	}
+	id, err := auth.NewTokenID()
+	if err != nil {
+		return nil, apierrors.NewInternalError(fmt.Errorf("generating the token's id: %w", err))
+	}
+	issue.ID = id
 	token, expiry, err := s.saTokens.IssueBound(issue)
 	if err != nil {
 		return nil, apierrors.NewInternalError(err)
 	}
+	audit.AddAnnotation(ctx, auth.AuditIssuedCredentialID, auth.CredentialID(id))
+	// The answer's expiry is the requested one also for an extended
+	// token (what kubelets renew by), not the token's exp.
+	expiry = expiry.Add(exp - issue.Expiration)
 	out := &authenticationv1.TokenRequest{
 		ObjectMeta: metav1.ObjectMeta{Name: sa.Name, Namespace: sa.Namespace, UID: sa.UID, CreationTimestamp: metav1.Now()},
 		Spec:       *spec,
 		Status:     authenticationv1.TokenRequestStatus{Token: token, ExpirationTimestamp: metav1.NewTime(expiry)},
 	}
 	return out, nil
+}
+
+// extendsExpiration: the token is an extended one (auth.ExpirationExtension),
+// as kube-apiserver decides with --service-account-extend-token-expiration:
+// bound to a pod, for exactly auth.WarnOnlyBoundTokenExpiration once
+// --service-account-max-token-expiration has shortened the request, and
+// only for audiences this server accepts. The extension itself is not
+// capped by --service-account-max-token-expiration (upstream only logs at
+// start that tokens may outlive it).
+func (s *Server) extendsExpiration(pod *corev1.Pod, exp time.Duration, audiences []string) bool {
+	if s.cfg.ServiceAccounts.NoExtendTokenExpiration || pod == nil || exp != auth.WarnOnlyBoundTokenExpiration {
+		return false
+	}
+	apiAudiences := s.apiAudiences()
+	return !slices.ContainsFunc(audiences, func(a string) bool { return !slices.Contains(apiAudiences, a) })
 }
 
 func validateTokenRequest(spec *authenticationv1.TokenRequestSpec) field.ErrorList {

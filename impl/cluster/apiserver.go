@@ -5,7 +5,6 @@ import (
 	"crypto"
 	"crypto/tls"
 	"crypto/x509"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -17,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
+	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 
 	"github.com/kubeproof/kubeproof/impl/apiserver"
 	"github.com/kubeproof/kubeproof/impl/apiserver/admission"
@@ -29,6 +29,7 @@ import (
 	"github.com/kubeproof/kubeproof/impl/apiserver/openapi"
 	"github.com/kubeproof/kubeproof/impl/apiserver/request"
 	"github.com/kubeproof/kubeproof/impl/registry"
+	"github.com/kubeproof/kubeproof/impl/storage"
 	"github.com/kubeproof/kubeproof/impl/storage/compact"
 	"github.com/kubeproof/kubeproof/impl/storage/storagebackend"
 )
@@ -144,6 +145,10 @@ type AuthOptions struct {
 	// service account tokens are accepted without checking that their
 	// secret and service account still exist.
 	NoServiceAccountLookup bool
+	// NoServiceAccountExtendTokenExpiration
+	// (--service-account-extend-token-expiration=false): kubelets' projected
+	// tokens get the expiration they ask for, not one year with a warnafter.
+	NoServiceAccountExtendTokenExpiration bool
 	// EnableBootstrapTokenAuth (--enable-bootstrap-token-auth).
 	EnableBootstrapTokenAuth bool
 	// AnonymousAuth (--anonymous-auth): unauthenticated requests run as
@@ -246,8 +251,13 @@ func NewAPIServer(cfg APIServerConfig) (*apiserver.Server, *storagebackend.Facto
 	if chain.tokenWebhook != nil {
 		lastTokens = append(lastTokens, chain.tokenWebhook)
 	}
+	// The prefix rooted as the storage roots it ("foo" keeps keys under
+	// "/foo/"), so precondition errors name the keys the storage writes;
+	// with its trailing slash, so a root prefix ("/") is not the empty
+	// default ("/registry").
+	etcdPrefix := storage.NormalizePrefix(cfg.EtcdPrefix) + "/"
 	factory := storagebackend.NewFactory(storagebackend.Config{
-		Client: cfg.EtcdClient, NewWatcher: cfg.EtcdNewWatcher, Prefix: cfg.EtcdPrefix, WatchCache: cfg.WatchCache,
+		Client: cfg.EtcdClient, NewWatcher: cfg.EtcdNewWatcher, Prefix: etcdPrefix, WatchCache: cfg.WatchCache,
 		CompactionInterval: compaction, Metrics: cfg.Metrics, Logger: cfg.Logger,
 	})
 	resources := registry.All()
@@ -259,6 +269,7 @@ func NewAPIServer(cfg APIServerConfig) (*apiserver.Server, *storagebackend.Facto
 	}
 	srv, err := apiserver.New(apiserver.Config{
 		StorageFactory:            factory,
+		EtcdPrefix:                etcdPrefix,
 		Resources:                 resources,
 		ServingCert:               cfg.ServingCert,
 		ClientCA:                  cfg.ClientCA,
@@ -319,7 +330,13 @@ func (c *chain) close() {
 	}
 }
 
+// buildChain validates o (every error together, as kube-apiserver's
+// options validation) and then builds the chain, reading the files o
+// names.
 func buildChain(o AuthOptions) (*chain, error) {
+	if err := utilerrors.NewAggregate(o.Validate()); err != nil {
+		return nil, err
+	}
 	c := &chain{}
 	if o.TokenAuthFile != "" {
 		tf, err := auth.LoadTokenFile(o.TokenAuthFile)
@@ -336,14 +353,6 @@ func buildChain(o AuthOptions) (*chain, error) {
 	modes := o.AuthorizationModes
 	if len(modes) == 0 {
 		modes = DefaultAuthorizationModes
-	}
-	for i, m := range modes {
-		if !slices.Contains(AuthorizationModes, m) {
-			return nil, fmt.Errorf("--authorization-mode %q is not supported (supported: %v)", m, AuthorizationModes)
-		}
-		if slices.Contains(modes[:i], m) {
-			return nil, fmt.Errorf("--authorization-mode %q is given twice", m)
-		}
 	}
 	if c.authzWebhook, err = authorizationWebhook(o, slices.Contains(modes, "Webhook")); err != nil {
 		return nil, err
@@ -457,14 +466,9 @@ func rbacAuthorizer(stores apiserver.StoreGetter) (a *rbac.Authorizer, start fun
 }
 
 // authorizationWebhook builds the Webhook mode's authorizer (nil when the
-// mode is not on), with kube-apiserver's validation of its flags.
+// mode is not on); its flags are validated (AuthOptions.Validate).
 func authorizationWebhook(o AuthOptions, on bool) (*webhook.Authorizer, error) {
-	switch {
-	case on && o.AuthorizationWebhookConfigFile == "":
-		return nil, errors.New("authorization-mode Webhook's authorization config file not passed")
-	case !on && o.AuthorizationWebhookConfigFile != "":
-		return nil, errors.New("cannot specify --authorization-webhook-config-file without mode Webhook")
-	case !on:
+	if !on {
 		return nil, nil
 	}
 	client, err := webhook.NewClient(o.AuthorizationWebhookConfigFile, webhook.DefaultRetryBackoff())
@@ -500,6 +504,9 @@ func requestFieldSelector(_ context.Context, info *request.Info) string { return
 // serviceAccountConfig reads the --service-account-* keys; nil when none
 // is configured.
 func serviceAccountConfig(o AuthOptions) (*apiserver.ServiceAccountConfig, error) {
+	for _, w := range extendTokenExpirationWarnings(o) {
+		slog.Warn(w)
+	}
 	signer := o.ServiceAccountSigningKey
 	if o.ServiceAccountSigningKeyFile != "" {
 		k, err := auth.LoadSigningKey(o.ServiceAccountSigningKeyFile)
@@ -517,10 +524,7 @@ func serviceAccountConfig(o AuthOptions) (*apiserver.ServiceAccountConfig, error
 		verify = append(verify, keys...)
 	}
 	if signer == nil && len(verify) == 0 {
-		if len(o.ServiceAccountIssuers) > 0 {
-			return nil, errors.New("--service-account-issuer needs --service-account-signing-key-file or --service-account-key-file")
-		}
-		return nil, nil
+		return nil, nil // issuers without keys are refused by AuthOptions.Validate
 	}
 	issuers := o.ServiceAccountIssuers
 	if len(issuers) == 0 {
@@ -528,7 +532,29 @@ func serviceAccountConfig(o AuthOptions) (*apiserver.ServiceAccountConfig, error
 	}
 	return &apiserver.ServiceAccountConfig{Issuers: issuers, SigningKey: signer, VerifyKeys: verify,
 		APIAudiences: o.APIAudiences, MaxTokenExpiration: o.ServiceAccountMaxTokenExpiration,
-		NoLegacyLookup: o.NoServiceAccountLookup}, nil
+		NoLegacyLookup: o.NoServiceAccountLookup, NoExtendTokenExpiration: o.NoServiceAccountExtendTokenExpiration}, nil
+}
+
+// extendTokenExpirationWarnings are what kube-apiserver warns of at start
+// when --service-account-extend-token-expiration is on and
+// --service-account-max-token-expiration is set: a max below 3607 s
+// shortens kubelets' requests so that none is extended, and a max below
+// the extension is exceeded by extended tokens (the max does not cap them).
+func extendTokenExpirationWarnings(o AuthOptions) []string {
+	max := o.ServiceAccountMaxTokenExpiration
+	if o.NoServiceAccountExtendTokenExpiration || max == 0 {
+		return nil
+	}
+	var out []string
+	if max < auth.WarnOnlyBoundTokenExpiration {
+		out = append(out, fmt.Sprintf("service-account-extend-token-expiration is true, in order to correctly trigger safe transition logic, service-account-max-token-expiration must be set longer than %d seconds (currently %s)",
+			int64(auth.WarnOnlyBoundTokenExpiration/time.Second), max))
+	}
+	if max < auth.ExpirationExtension {
+		out = append(out, fmt.Sprintf("service-account-extend-token-expiration is true, enabling tokens valid up to %d seconds, which is longer than service-account-max-token-expiration set to %s",
+			int64(auth.ExpirationExtension/time.Second), max))
+	}
+	return out
 }
 
 // EtcdClientLogger is the logger of kubeproof's etcd clients: errors only,

@@ -33,12 +33,16 @@ func TestBuildChainRejectsBadFlags(t *testing.T) {
 		opts AuthOptions
 		want string
 	}{
-		{"unknown mode", AuthOptions{AuthorizationModes: []string{"RBAC", "ABAC"}}, `--authorization-mode "ABAC" is not supported`},
-		{"mode twice", AuthOptions{AuthorizationModes: []string{"RBAC", "RBAC"}}, "given twice"},
+		{"unknown mode", AuthOptions{AuthorizationModes: []string{"RBAC", "Foo"}}, `authorization-mode "Foo" is not a valid mode`},
+		{"mode kubeproof lacks", AuthOptions{AuthorizationModes: []string{"RBAC", "ABAC"}}, `authorization-mode "ABAC" is not one kubeproof has`},
+		{"mode twice", AuthOptions{AuthorizationModes: []string{"RBAC", "RBAC"}}, `authorization-mode ["RBAC" "RBAC"] has mode specified more than once`},
+		{"every option error together", AuthOptions{AuthorizationModes: []string{"Foo"}, EnableAdmissionPlugins: []string{"Nope"},
+			ServiceAccountIssuers: []string{"https://x"}, TokenAuthFile: filepath.Join(dir, "none.csv")},
+			`[--service-account-issuer needs --service-account-signing-key-file or --service-account-key-file, authorization-mode "Foo" is not a valid mode, enable-admission-plugins plugin "Nope" is unknown]`},
 		{"unknown plugin", AuthOptions{EnableAdmissionPlugins: []string{"Nope"}}, `"Nope" is unknown`},
 		{"bad audit log mode without policy", AuthOptions{AuditLogPath: filepath.Join(dir, "audit.log"), AuditLog: audit.LogOptions{Mode: "async"}},
 			"invalid audit log mode async"},
-		{"missing audit policy without backend", AuthOptions{AuditPolicyFile: filepath.Join(dir, "none.yaml")}, "reading audit policy"},
+		{"missing audit policy without backend", AuthOptions{AuditPolicyFile: filepath.Join(dir, "none.yaml")}, "loading audit policy file: failed to read file path"},
 		{"all audit errors", func() AuthOptions {
 			o := AuthOptions{AuditLogPath: "-", AuditLog: audit.DefaultLogOptions(), AuditWebhook: audit.DefaultWebhookOptions()}
 			o.AuditLog.Mode, o.AuditWebhook.ConfigFile, o.AuditWebhook.Mode = "async", filepath.Join(dir, "hook"), "strict"

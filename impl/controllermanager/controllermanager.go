@@ -1,7 +1,8 @@
 // Package controllermanager runs kubeproof's controllers — deployment,
 // replicaset, garbagecollector, namespace, nodelifecycle,
 // pod-garbage-collector, disruption, resourcequota, serviceaccount-token,
-// serviceaccount, root-ca-cert-publisher, csrapproving, csrsigning — over shared
+// legacy-service-account-token-cleaner, serviceaccount,
+// root-ca-cert-publisher, csrapproving, csrsigning, csrcleaner — over shared
 // informers, behind leader election on a coordination.k8s.io Lease
 // (kube-system/kube-controller-manager), with event recorders and optional
 // /metrics. It runs in-process (kubeproof up) or as its own process against
@@ -87,10 +88,21 @@ const (
 	EndpointSlice       = "endpointslice"
 	// EndpointSliceMirroring is upstream's "endpointslicemirroring".
 	EndpointSliceMirroring = "endpointslicemirroring"
+	// CSRCleaner is upstream's "csrcleaner" (canonical name
+	// certificatesigningrequest-cleaner-controller): it deletes old
+	// certificate signing requests (certificates.DecideCleanup).
+	CSRCleaner = "csrcleaner"
 )
 
+// LegacyServiceAccountTokenCleaner is upstream's
+// "legacy-service-account-token-cleaner" (canonical name
+// legacy-serviceaccount-token-cleaner-controller): it labels unused
+// auto-generated token Secrets invalid and deletes them a
+// Config.LegacyServiceAccountTokenCleanUpPeriod later.
+const LegacyServiceAccountTokenCleaner = "legacy-service-account-token-cleaner"
+
 // AllControllers lists every controller, in start order.
-var AllControllers = []string{NodeLifecycle, PodGC, Endpoint, EndpointSlice, EndpointSliceMirroring, Namespace, ResourceQuota, Disruption, ServiceAccountToken, ServiceAccount, RootCAPublisher, CSRApproving, CSRSigning, GarbageCollector, ReplicaSet, Deployment}
+var AllControllers = []string{NodeLifecycle, PodGC, Endpoint, EndpointSlice, EndpointSliceMirroring, Namespace, ResourceQuota, Disruption, ServiceAccountToken, LegacyServiceAccountTokenCleaner, ServiceAccount, RootCAPublisher, CSRApproving, CSRSigning, CSRCleaner, GarbageCollector, ReplicaSet, Deployment}
 
 // LeaderElection configures the Lease lock (upstream defaults).
 type LeaderElection struct {
@@ -167,6 +179,15 @@ type Config struct {
 	// (--concurrent-serviceaccount-token-syncs).
 	ServiceAccountPrivateKey crypto.Signer
 	ConcurrentSATokenSyncs   int
+	// LegacyServiceAccountTokenCleanUpPeriod
+	// (--legacy-service-account-token-clean-up-period, a year by default;
+	// must be positive): how long an auto-generated legacy token goes
+	// unused before the legacy-service-account-token-cleaner labels it
+	// invalid, and how long after that it deletes it.
+	// LegacyServiceAccountTokenCleanerInterval is how often it looks
+	// (upstream's fixed day when 0).
+	LegacyServiceAccountTokenCleanUpPeriod   time.Duration
+	LegacyServiceAccountTokenCleanerInterval time.Duration
 	// ClusterSigningCert and ClusterSigningKey are the PEM CA certificate
 	// and key the csrsigning controller issues kubelet client
 	// certificates with (--cluster-signing-cert-file,
@@ -221,7 +242,8 @@ func DefaultConfig() Config {
 		ConcurrentDeploymentSyncs: 5, ConcurrentReplicaSetSyncs: 5, ConcurrentGCSyncs: 20, ConcurrentNamespaceSyncs: 10, ConcurrentTaintSyncs: 8, ConcurrentEndpointSyncs: 5,
 		ConcurrentServiceEndpointSyncs: 5, MaxEndpointsPerSlice: endpointslice.DefaultMaxEndpointsPerSlice,
 		MirroringConcurrentServiceEndpointSyncs: 5, MirroringMaxEndpointsPerSubset: endpointslicemirroring.DefaultMaxEndpointsPerSubset,
-		ConcurrentServiceAccountSyncs: 1, ConcurrentSATokenSyncs: serviceaccount.DefaultTokenWorkers, ConcurrentResourceQuotaSyncs: resourcequota.DefaultWorkers, ResourceQuotaSyncPeriod: resourcequota.DefaultSyncPeriod,
+		ConcurrentServiceAccountSyncs: 1, ConcurrentSATokenSyncs: serviceaccount.DefaultTokenWorkers,
+		LegacyServiceAccountTokenCleanUpPeriod: serviceaccount.DefaultLegacyTokenCleanUpPeriod, ConcurrentResourceQuotaSyncs: resourcequota.DefaultWorkers, ResourceQuotaSyncPeriod: resourcequota.DefaultSyncPeriod,
 		NodeMonitorPeriod: 5 * time.Second, NodeMonitorGracePeriod: 40 * time.Second, NodeStartupGracePeriod: time.Minute,
 		DefaultNotReadyTolerationSeconds: 300, DefaultUnreachableTolerationSeconds: 300,
 		NodeEvictionRate: 0.1, SecondaryNodeEvictionRate: 0.01, UnhealthyZoneThreshold: 0.55, LargeClusterSizeThreshold: 50,
@@ -278,6 +300,9 @@ func (c *Config) fillDefaults() {
 		if *p.v <= 0 {
 			*p.v = p.d
 		}
+	}
+	if c.LegacyServiceAccountTokenCleanUpPeriod == 0 {
+		c.LegacyServiceAccountTokenCleanUpPeriod = d.LegacyServiceAccountTokenCleanUpPeriod
 	}
 	if c.Clock == nil {
 		c.Clock = clock.RealClock{}
@@ -623,19 +648,41 @@ func runControllers(ctx context.Context, root Clients, cfg Config, reg prometheu
 		}
 		runs = append(runs, func(ctx context.Context) error { return c.Run(ctx, 2) })
 	}
+	// Service account token secrets are watched (and cached) apart from
+	// the other secrets, which no controller here reads.
+	var tokenSecrets informers.SharedInformerFactory
+	if (cfg.Enabled(ServiceAccountToken) && cfg.ServiceAccountPrivateKey != nil) || cfg.Enabled(LegacyServiceAccountTokenCleaner) {
+		tokenSecrets = serviceaccount.TokenSecretInformer(root.Kube)
+		defer tokenSecrets.Shutdown()
+	}
 	if cfg.Enabled(ServiceAccountToken) && cfg.ServiceAccountPrivateKey != nil {
 		// As upstream, it writes with the manager's own credentials even
 		// with --use-service-account-credentials: it fills the secrets
 		// those credentials may come from.
-		secrets := serviceaccount.TokenSecretInformer(root.Kube)
-		defer secrets.Shutdown()
 		c, err := serviceaccount.NewTokens(root.Kube, &auth.ServiceAccountTokens{SigningKey: cfg.ServiceAccountPrivateKey}, cfg.RootCA,
-			factory.Core().V1().ServiceAccounts(), secrets.Core().V1().Secrets())
+			factory.Core().V1().ServiceAccounts(), tokenSecrets.Core().V1().Secrets())
 		if err != nil {
 			return err
 		}
-		secrets.Start(ctx.Done())
 		runs = append(runs, func(ctx context.Context) error { return c.Run(ctx, cfg.ConcurrentSATokenSyncs) })
+	}
+	if cfg.Enabled(LegacyServiceAccountTokenCleaner) {
+		clients, err := clientsOf(LegacyServiceAccountTokenCleaner)
+		if err != nil {
+			return err
+		}
+		// It lists pods as the manager, which lists and watches
+		// everything, and reads the tracking ConfigMap and writes as
+		// itself.
+		c, err := serviceaccount.NewLegacyTokenCleaner(clients.Kube, root.Kube, clk, cfg.LegacyServiceAccountTokenCleanUpPeriod,
+			cfg.LegacyServiceAccountTokenCleanerInterval, factory.Core().V1().ServiceAccounts(), tokenSecrets.Core().V1().Secrets())
+		if err != nil {
+			return fmt.Errorf("controller manager: %w", err)
+		}
+		runs = append(runs, c.Run)
+	}
+	if tokenSecrets != nil {
+		tokenSecrets.Start(ctx.Done())
 	}
 	if cfg.Enabled(ServiceAccount) {
 		clients, err := clientsOf(ServiceAccount)
@@ -685,6 +732,14 @@ func runControllers(ctx context.Context, root Clients, cfg Config, reg prometheu
 			return err
 		}
 		runs = append(runs, func(ctx context.Context) error { return c.Run(ctx, 1) })
+	}
+	if cfg.Enabled(CSRCleaner) {
+		clients, err := clientsOf(CSRCleaner)
+		if err != nil {
+			return err
+		}
+		c := certificates.NewCleaner(clients.Kube, factory.Certificates().V1().CertificateSigningRequests(), clk)
+		runs = append(runs, c.Run)
 	}
 	factory.Start(ctx.Done())
 

@@ -40,6 +40,9 @@ var ServiceAccountNames = map[string]string{
 	Disruption:             "disruption-controller",
 	CSRApproving:           "certificate-controller",
 	CSRSigning:             "certificate-controller",
+	CSRCleaner:             "certificate-controller",
+
+	LegacyServiceAccountTokenCleaner: "legacy-service-account-token-cleaner",
 }
 
 // Token lifetimes, as kube-controller-manager's dynamic client builder:

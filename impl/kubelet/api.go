@@ -10,6 +10,7 @@ import (
 
 	"github.com/kubeproof/kubeproof/impl/kubelet/podstate"
 	"github.com/kubeproof/kubeproof/impl/kubelet/runtime"
+	"github.com/kubeproof/kubeproof/impl/kubelet/server"
 )
 
 // This file is what the kubelet API (impl/kubelet/server) needs from a
@@ -44,6 +45,37 @@ func (k *Kubelet) RunningPods() int {
 		}
 	}
 	return n
+}
+
+// LifecycleHTTPFallbacks counts the HTTPS lifecycle hooks (postStart,
+// preStop) this kubelet sent again over HTTP, after an HTTP answer, and
+// that succeeded so (upstream's kubelet_lifecycle_handler_http_fallbacks_total).
+func (k *Kubelet) LifecycleHTTPFallbacks() uint64 { return k.httpFallbacks.Load() }
+
+// SetCertificateManagers names the managers of this kubelet's client
+// certificate (--rotate-certificates) and serving certificate
+// (--rotate-server-certificates), nil when off, for the kubelet API's
+// /metrics (CertificateMetrics).
+func (k *Kubelet) SetCertificateManagers(client, serving *CertificateManager) {
+	k.certs.Store(&[2]*CertificateManager{client, serving})
+}
+
+// CertificateMetrics is server.CertificateReporter: upstream's
+// certificate manager metrics of the managers SetCertificateManagers
+// named.
+func (k *Kubelet) CertificateMetrics() server.CertificateMetrics {
+	var cm server.CertificateMetrics
+	if c := k.certs.Load(); c != nil {
+		if c[0] != nil {
+			s := c[0].Metrics()
+			cm.Client = &s
+		}
+		if c[1] != nil {
+			s := c[1].Metrics()
+			cm.Server = &s
+		}
+	}
+	return cm
 }
 
 // ContainerRunning reports whether the latest instance of the pod's

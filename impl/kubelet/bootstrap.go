@@ -2,11 +2,13 @@ package kubelet
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
+	"crypto"
 	"crypto/rand"
+	"crypto/sha512"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"encoding/base64"
+	"encoding/binary"
 	"encoding/pem"
 	"errors"
 	"fmt"
@@ -26,6 +28,9 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	watchtools "k8s.io/client-go/tools/watch"
+	"k8s.io/client-go/util/certificate"
+	"k8s.io/client-go/util/certificate/csr"
+	"k8s.io/client-go/util/keyutil"
 )
 
 // Node identity of a kubelet's client certificate.
@@ -34,17 +39,36 @@ const (
 	nodesGroup     = "system:nodes"
 )
 
+// Client certificate files of --cert-dir, as upstream's kubelet names them.
+const (
+	// clientKeyTmpFile keeps the bootstrap request's key until its
+	// certificate is issued.
+	clientKeyTmpFile = "kubelet-client.key.tmp"
+	// DefaultCertDir is --cert-dir's default.
+	DefaultCertDir = "/var/lib/kubelet/pki"
+	// clientCertPrefix names the client certificate files:
+	// kubelet-client-<timestamp>.pem and kubelet-client-current.pem.
+	clientCertPrefix = "kubelet-client"
+)
+
 // Bootstrap is TLS bootstrapping (the kubelet's --bootstrap-kubeconfig):
 // when kubeconfigPath does not exist or its client certificate is missing,
 // unreadable or expired, it authenticates with bootstrapPath's credentials
 // (normally a bootstrap token), asks for a client certificate for
 // system:node:<nodeName> in group system:nodes with a
 // CertificateSigningRequest for the kubernetes.io/kube-apiserver-client-kubelet
-// signer (a fresh ECDSA P-256 key), waits for it to be issued, and writes
-// kubeconfigPath with the certificate and key embedded and bootstrapPath's
-// server and certificate authority. It returns once kubeconfigPath holds a
-// valid certificate; a denied or failed request is an error.
-func Bootstrap(ctx context.Context, kubeconfigPath, bootstrapPath, nodeName string, logger *slog.Logger) error {
+// signer (an ECDSA P-256 key kept in <certDir>/kubelet-client.key.tmp
+// until the certificate is issued; the request named from it, so a
+// restarted kubelet waits for its pending request, as upstream's), waits
+// for it to be issued, and writes
+// the certificate and key, as upstream's kubelet, to
+// <certDir>/kubelet-client-<timestamp>.pem (mode 0600) behind the symlink
+// kubelet-client-current.pem (client-go's certificate file store, which
+// --rotate-certificates then keeps current), and kubeconfigPath naming
+// that file, with bootstrapPath's server and certificate authority. It
+// returns once kubeconfigPath holds a valid certificate; a denied or
+// failed request is an error.
+func Bootstrap(ctx context.Context, kubeconfigPath, bootstrapPath, certDir, nodeName string, logger *slog.Logger) error {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
@@ -61,25 +85,48 @@ func Bootstrap(ctx context.Context, kubeconfigPath, bootstrapPath, nodeName stri
 	if err != nil {
 		return fmt.Errorf("building bootstrap client: %w", err)
 	}
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	// As upstream's kubelet, the key waits in <certDir>/kubelet-client.key.tmp
+	// until its certificate is issued and names the request, so a kubelet
+	// restarted while its request is pending waits for that request
+	// rather than making another.
+	keyPath := filepath.Join(certDir, clientKeyTmpFile)
+	keyPEM, _, err := keyutil.LoadOrGenerateKeyFile(keyPath)
 	if err != nil {
-		return fmt.Errorf("generating client key: %w", err)
+		return fmt.Errorf("loading or generating the client key %s: %w", keyPath, err)
+	}
+	parsed, err := keyutil.ParsePrivateKeyPEM(keyPEM)
+	if err != nil {
+		return fmt.Errorf("reading the client key %s: %w", keyPath, err)
+	}
+	key, ok := parsed.(crypto.Signer)
+	if !ok {
+		return fmt.Errorf("the client key %s cannot sign", keyPath)
 	}
 	certPEM, err := requestClientCertificate(ctx, client, key, nodeName)
 	if err != nil {
 		return err
 	}
-	keyDER, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		return fmt.Errorf("encoding client key: %w", err)
-	}
 	caPEM, err := caData(bootCfg)
 	if err != nil {
 		return err
 	}
+	store, err := certificate.NewFileStore(clientCertPrefix, certDir, certDir, "", "")
+	if err != nil {
+		return fmt.Errorf("opening the client certificate store in %s: %w", certDir, err)
+	}
+	if _, err := store.Update(certPEM, keyPEM); err != nil {
+		return fmt.Errorf("storing the client certificate in %s: %w", certDir, err)
+	}
+	if err := os.Remove(keyPath); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("removing the stored client key %s: %w", keyPath, err)
+	}
+	certPath, err := filepath.Abs(store.CurrentPath())
+	if err != nil {
+		return fmt.Errorf("storing the client certificate in %s: %w", certDir, err)
+	}
 	cfg := clientcmdapi.NewConfig()
 	cfg.Clusters["default-cluster"] = &clientcmdapi.Cluster{Server: bootCfg.Host, CertificateAuthorityData: caPEM}
-	cfg.AuthInfos["default-auth"] = &clientcmdapi.AuthInfo{ClientCertificateData: certPEM, ClientKeyData: pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER})}
+	cfg.AuthInfos["default-auth"] = &clientcmdapi.AuthInfo{ClientCertificate: certPath, ClientKey: certPath}
 	cfg.Contexts["default-context"] = &clientcmdapi.Context{Cluster: "default-cluster", AuthInfo: "default-auth"}
 	cfg.CurrentContext = "default-context"
 	if err := os.MkdirAll(filepath.Dir(kubeconfigPath), 0o755); err != nil {
@@ -97,7 +144,7 @@ func Bootstrap(ctx context.Context, kubeconfigPath, bootstrapPath, nodeName stri
 	if err := os.Rename(tmp, kubeconfigPath); err != nil {
 		return fmt.Errorf("writing kubeconfig: %w", err)
 	}
-	logger.Info("client certificate issued", "node", nodeName, "kubeconfig", kubeconfigPath)
+	logger.Info("client certificate issued", "node", nodeName, "kubeconfig", kubeconfigPath, "certificate", certPath)
 	return nil
 }
 
@@ -131,26 +178,51 @@ func validKubeconfig(path string, now time.Time) (bool, string) {
 	return true, ""
 }
 
-// requestClientCertificate creates the CSR and waits until it is issued.
-func requestClientCertificate(ctx context.Context, client kubernetes.Interface, key *ecdsa.PrivateKey, nodeName string) ([]byte, error) {
-	der, err := x509.CreateCertificateRequest(rand.Reader, &x509.CertificateRequest{
-		Subject: pkix.Name{CommonName: nodeUserPrefix + nodeName, Organization: []string{nodesGroup}},
-	}, key)
+// requestClientCertificate creates the CSR, named from key and what it
+// asks (bootstrapCSRName), or finds the one made before with the same
+// key, and waits until it is issued.
+func requestClientCertificate(ctx context.Context, client kubernetes.Interface, key crypto.Signer, nodeName string) ([]byte, error) {
+	subject := pkix.Name{CommonName: nodeUserPrefix + nodeName, Organization: []string{nodesGroup}}
+	usages := []certificatesv1.KeyUsage{certificatesv1.UsageDigitalSignature, certificatesv1.UsageClientAuth}
+	der, err := x509.CreateCertificateRequest(rand.Reader, &x509.CertificateRequest{Subject: subject}, key)
 	if err != nil {
 		return nil, fmt.Errorf("creating certificate request: %w", err)
 	}
-	csr, err := client.CertificatesV1().CertificateSigningRequests().Create(ctx, &certificatesv1.CertificateSigningRequest{
-		ObjectMeta: metav1.ObjectMeta{GenerateName: "node-csr-"},
-		Spec: certificatesv1.CertificateSigningRequestSpec{
-			Request:    pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE REQUEST", Bytes: der}),
-			SignerName: certificatesv1.KubeAPIServerClientKubeletSignerName,
-			Usages:     []certificatesv1.KeyUsage{certificatesv1.UsageDigitalSignature, certificatesv1.UsageClientAuth},
-		},
-	}, metav1.CreateOptions{})
+	name, err := bootstrapCSRName(key.Public(), subject, usages)
+	if err != nil {
+		return nil, err
+	}
+	reqPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE REQUEST", Bytes: der})
+	name, _, err = csr.RequestCertificateWithContext(ctx, client, reqPEM, name, certificatesv1.KubeAPIServerClientKubeletSignerName, nil, usages, key)
 	if err != nil {
 		return nil, fmt.Errorf("creating CertificateSigningRequest: %w", err)
 	}
-	return waitForCertificate(ctx, client, csr.Name)
+	return waitForCertificate(ctx, client, name)
+}
+
+// bootstrapCSRName is node-csr-<digest of pub, subject and usages>: the
+// same key asking the same again names the same request.
+func bootstrapCSRName(pub crypto.PublicKey, subject pkix.Name, usages []certificatesv1.KeyUsage) (string, error) {
+	der, err := x509.MarshalPKIXPublicKey(pub)
+	if err != nil {
+		return "", fmt.Errorf("encoding the client public key: %w", err)
+	}
+	h := sha512.New512_256()
+	field := func(b []byte) {
+		var n [8]byte
+		binary.BigEndian.PutUint64(n[:], uint64(len(b)))
+		h.Write(n[:])
+		h.Write(b)
+	}
+	field(der)
+	field([]byte(subject.CommonName))
+	for _, o := range subject.Organization {
+		field([]byte(o))
+	}
+	for _, u := range usages {
+		field([]byte(u))
+	}
+	return "node-csr-" + base64.RawURLEncoding.EncodeToString(h.Sum(nil)), nil
 }
 
 // waitForCertificate watches CSR name until it carries a certificate, or

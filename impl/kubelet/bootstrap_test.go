@@ -1,6 +1,7 @@
 package kubelet_test
 
 import (
+	"bytes"
 	"context"
 	"crypto/x509"
 	"encoding/pem"
@@ -70,7 +71,8 @@ func TestTLSBootstrapJoinsNode(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	if err := kubelet.Bootstrap(ctx, kubeconfigPath, bootPath, "joiner", nil); err != nil {
+	certDir := filepath.Join(dir, "kubelet", "pki")
+	if err := kubelet.Bootstrap(ctx, kubeconfigPath, bootPath, certDir, "joiner", nil); err != nil {
 		t.Fatalf("bootstrap: %v", err)
 	}
 
@@ -107,6 +109,11 @@ func TestTLSBootstrapJoinsNode(t *testing.T) {
 		t.Errorf("kubeconfig %v %v, want mode 0600", st, err)
 	}
 
+	// As upstream's kubelet: the certificate and key are one file of
+	// --cert-dir, kubelet-client-<timestamp>.pem (0600), behind the symlink
+	// kubelet-client-current.pem the kubeconfig names.
+	checkClientCertFiles(t, certDir, kubeconfigPath, csr.Status.Certificate)
+
 	// The written kubeconfig is the node's identity.
 	nodeCfg, err := clientcmd.BuildConfigFromFlags("", kubeconfigPath)
 	if err != nil {
@@ -124,7 +131,7 @@ func TestTLSBootstrapJoinsNode(t *testing.T) {
 		t.Fatalf("new kubeconfig authenticates as %+v", u)
 	}
 	// With a valid kubeconfig in place, a second bootstrap asks for nothing.
-	if err := kubelet.Bootstrap(ctx, kubeconfigPath, bootPath, "joiner", nil); err != nil {
+	if err := kubelet.Bootstrap(ctx, kubeconfigPath, bootPath, certDir, "joiner", nil); err != nil {
 		t.Fatal(err)
 	}
 	if l, _ := admin.CertificatesV1().CertificateSigningRequests().List(ctx, metav1.ListOptions{}); len(l.Items) != 1 {
@@ -182,4 +189,46 @@ func contains(s []string, v string) bool {
 		}
 	}
 	return false
+}
+
+// checkClientCertFiles checks cert-dir's client certificate layout:
+// kubelet-client-current.pem a symlink to a kubelet-client-<timestamp>.pem
+// of mode 0600 holding certPEM and a key, named by the kubeconfig.
+func checkClientCertFiles(t *testing.T, certDir, kubeconfigPath string, certPEM []byte) {
+	t.Helper()
+	current := filepath.Join(certDir, "kubelet-client-current.pem")
+	target, err := os.Readlink(current)
+	if err != nil {
+		t.Fatalf("%s is not a symlink: %v", current, err)
+	}
+	if !filepath.IsAbs(target) {
+		target = filepath.Join(certDir, target)
+	}
+	if ok, _ := filepath.Match(filepath.Join(certDir, "kubelet-client-????-??-??-??-??-??.pem"), target); !ok {
+		t.Errorf("kubelet-client-current.pem points to %s, want %s/kubelet-client-<timestamp>.pem", target, certDir)
+	}
+	st, err := os.Stat(target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Mode().Perm() != 0o600 {
+		t.Errorf("%s mode %v, want 0600", target, st.Mode().Perm())
+	}
+	data, err := os.ReadFile(target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(data, bytes.TrimSpace(certPEM)) || !bytes.Contains(data, []byte("PRIVATE KEY")) {
+		t.Errorf("%s holds no issued certificate and key:\n%s", target, data)
+	}
+	kc, err := clientcmd.LoadFromFile(kubeconfigPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, ai := range kc.AuthInfos {
+		if ai.ClientCertificate != current || ai.ClientKey != current || len(ai.ClientCertificateData) > 0 || len(ai.ClientKeyData) > 0 {
+			t.Errorf("kubeconfig user %s: client-certificate %q client-key %q (embedded %d/%d bytes), want both %s", name,
+				ai.ClientCertificate, ai.ClientKey, len(ai.ClientCertificateData), len(ai.ClientKeyData), current)
+		}
+	}
 }

@@ -96,6 +96,12 @@ type Kubelet struct {
 	queue  workqueue.TypedDelayingInterface[types.UID]
 	paused atomic.Bool
 	events atomic.Pointer[record.EventRecorder]
+	// httpFallbacks counts HTTPS lifecycle hooks that succeeded over HTTP
+	// (LifecycleHTTPFallbacks).
+	httpFallbacks atomic.Uint64
+	// certs are the certificate managers /metrics reports
+	// (SetCertificateManagers).
+	certs atomic.Pointer[[2]*CertificateManager]
 
 	// evictions is the eviction manager (its pressure conditions are
 	// copied into pressure); simEviction its provider on a simulated node.

@@ -1272,7 +1272,7 @@ func (k *Kubelet) startContainer(ctx context.Context, rec *podRecord, pod *v1.Po
 			// handler runner's message), then the kill's Killing event
 			// with its message.
 			k.log.Error("Failed to execute PostStartHook", "pod", pod.Namespace+"/"+pod.Name, "podUID", pod.UID,
-				"containerName", spec.Name, "containerID", id, "err", herr)
+				"containerName", spec.Name, "containerID", k.typedID(id), "err", herr)
 			event(v1.EventTypeWarning, EventFailedPostStart, "PostStartHook failed")
 			event(v1.EventTypeNormal, EventKilling, "FailedPostStartHook")
 			if err := k.killContainer(ctx, pod, spec, id, hookIP, podsync.GracePeriod(pod)); err != nil {
@@ -1326,12 +1326,21 @@ func (k *Kubelet) sleep(ctx context.Context, d time.Duration) bool {
 
 // hookHTTPFallback records upstream's Warning LifecycleHTTPFallback on
 // pod (no container field path, as upstream's handler runner records it)
-// when an HTTPS hook answered in plain HTTP succeeded over HTTP.
+// and counts it (LifecycleHTTPFallbacks) when an HTTPS hook answered in
+// plain HTTP succeeded over HTTP.
 func (k *Kubelet) hookHTTPFallback(pod *v1.Pod) func(host string) {
 	return func(host string) {
+		k.httpFallbacks.Add(1)
 		k.podEvent(pod, v1.EventTypeWarning, EventLifecycleHTTPFallback,
 			"request to HTTPS lifecycle hook %s got HTTP response, retry with HTTP succeeded", host)
 	}
+}
+
+// typedID is a runtime's container ID as upstream's kubelet logs and
+// reports it: the runtime's type, "://", the ID (containerd://abc…), the
+// form of the pod status's containerID.
+func (k *Kubelet) typedID(id string) string {
+	return k.rt.Type() + "://" + id
 }
 
 // killContainer runs the preStop hook within the grace period, then stops
@@ -1351,7 +1360,7 @@ func (k *Kubelet) killContainer(ctx context.Context, pod *v1.Pod, spec *v1.Conta
 			// As upstream's executePreStopHook: the error logged (the
 			// handler runner's message is not used).
 			k.log.Error("PreStop hook failed", "pod", pod.Namespace+"/"+pod.Name, "podUID", pod.UID,
-				"containerName", spec.Name, "containerID", id, "err", err)
+				"containerName", spec.Name, "containerID", k.typedID(id), "err", err)
 			// Without the error, as upstream's: no secret in the event.
 			k.containerEvent(pod, spec.Name, isInit(pod, spec), v1.EventTypeWarning, EventFailedPreStop, "PreStopHook failed")
 		}

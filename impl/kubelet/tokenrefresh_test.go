@@ -1,6 +1,7 @@
 package kubelet
 
 import (
+	"encoding/base64"
 	"fmt"
 	"testing"
 	"time"
@@ -17,16 +18,21 @@ import (
 // as upstream's token manager renews it — at 80% of its lifetime or 24
 // hours after it was issued, whichever is first, less a jitter of 0–9 s
 // drawn at each check (here 9 s) — with its lifetime from the answer
-// (expirationTimestamp and the answer's expirationSeconds).
+// (expirationTimestamp and the answer's expirationSeconds), never the
+// token's own exp: an extended token (the API server's answer for the
+// kubelet default of 3607 s, a JWT valid one year) is renewed at 80% of
+// 3607 s.
 func TestProjectedTokenRefreshAsTokenManager(t *testing.T) {
 	defer func(r func() float64) { tokenJitterRand = r }(tokenJitterRand)
 	for _, tc := range []struct {
 		name    string
 		seconds int64
 		due     time.Duration // after issue, before the jitter
+		jwtExp  time.Duration // the token a JWT whose exp is this long after issue
 	}{
-		{"80% of an hour", 3600, 2880 * time.Second},
-		{"24 h of a 48 h token", 48 * 3600, 24 * time.Hour},
+		{"80% of an hour", 3600, 2880 * time.Second, 0},
+		{"24 h of a 48 h token", 48 * 3600, 24 * time.Hour, 0},
+		{"80% of 3607 s, extended to a year", 3607, 2886 * time.Second, 365 * 24 * time.Hour},
 	} {
 		for _, jitter := range []struct {
 			draw    float64
@@ -44,6 +50,10 @@ func TestProjectedTokenRefreshAsTokenManager(t *testing.T) {
 					requests++
 					tr := ca.GetObject().(*authenticationv1.TokenRequest).DeepCopy()
 					tr.Status.Token = "t"
+					if tc.jwtExp > 0 {
+						claims := fmt.Sprintf(`{"exp":%d,"iat":%d}`, h.clock.Now().Add(tc.jwtExp).Unix(), h.clock.Now().Unix())
+						tr.Status.Token = "eyJhbGciOiJFUzI1NiJ9." + base64.RawURLEncoding.EncodeToString([]byte(claims)) + ".c2ln"
+					}
 					tr.Status.ExpirationTimestamp = metav1.NewTime(h.clock.Now().Add(time.Duration(*tr.Spec.ExpirationSeconds) * time.Second))
 					return true, tr, nil
 				})

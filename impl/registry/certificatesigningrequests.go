@@ -26,6 +26,11 @@ import (
 func certificateSigningRequests(now func() time.Time) *resource.Resource {
 	k := kind[*certificatesv1.CertificateSigningRequest]{
 		namespaced: false,
+		// Any name, as kube-apiserver's (its name validation accepts
+		// every name; the request path still refuses "/", "%", "." and
+		// ".."): the kubelet's bootstrap requests are
+		// node-csr-<base64url digest>, with upper case and "_".
+		nameFn: func(string, bool) []string { return nil },
 		prepareForCreate: func(c *certificatesv1.CertificateSigningRequest) {
 			c.Status = certificatesv1.CertificateSigningRequestStatus{}
 		},

@@ -160,3 +160,17 @@ func TestCSRStatusUpdateRules(t *testing.T) {
 		t.Errorf("condition cell %q", got)
 	}
 }
+
+// TestCSRAnyName: kube-apiserver validates no CertificateSigningRequest
+// name (upstream's kubelet names its bootstrap requests
+// node-csr-<base64url digest>, upper case and "_" included).
+func TestCSRAnyName(t *testing.T) {
+	r := certificateSigningRequests(time.Now)
+	for _, name := range []string{"node-csr-17jbO1X-Om4sbWBvhagAINQo6gKY1v7fB7pbjdsspEo", "Under_Score", "csr-1"} {
+		csr, _ := testCSR(t)
+		csr.Name = name
+		if errs := r.Strategy.Validate(context.Background(), csr); len(errs) != 0 {
+			t.Errorf("%s: %v", name, errs)
+		}
+	}
+}

@@ -311,6 +311,7 @@ func (n *Node) startKubeletProcess(lf *os.File) error {
 		// (they cannot be pulled again offline).
 		"--image-gc-high-threshold", "100",
 		"--root-dir", filepath.Join(n.Dir, "kubelet"), "--pod-logs-dir", filepath.Join(n.Dir, "pod-logs"),
+		"--cert-dir", filepath.Join(n.Dir, "kubelet", "pki"), // not the host's /var/lib/kubelet/pki
 		"--cgroup-root", n.cgroupRoot+"/")
 	if n.seccompDefault {
 		cmd.Args = append(cmd.Args, "--seccomp-default")

@@ -86,6 +86,35 @@ type Attributes struct {
 	OldObject runtime.Object
 	DryRun    bool
 	User      *request.User
+	// reinvocation is the state of the mutating rounds, made by the
+	// MutatingWebhook plugin once it calls a webhook (nil until then, so
+	// that admitting allocates nothing more without webhooks).
+	reinvocation *reinvocation
+}
+
+// reinvocation is kube-apiserver's reinvocation context: the mutating
+// plugins run once, and once more when a mutating webhook changed the
+// object (every in-tree plugin again, then the webhooks due a second
+// call: MutatingWebhook.Admit).
+type reinvocation struct {
+	// again: a webhook changed the object, the chain runs its mutating
+	// plugins a second time; second: this is that second run.
+	again, second bool
+	// The MutatingWebhook plugin's state: invoked, the webhooks with
+	// reinvocationPolicy IfNeeded called (by index) and not yet due;
+	// due, those to call in the second run; last, the object as the
+	// plugin left it (an in-tree plugin changing it in the second run
+	// makes every invoked webhook due).
+	invoked, due map[int]bool
+	last         runtime.Object
+}
+
+// roundMutator is a Mutator that takes part in the chain's reinvocation
+// rounds (MutatingWebhook): the chain runs one round of it at a time,
+// where its Admit, called alone, runs both.
+type roundMutator interface {
+	Mutator
+	admitRound(ctx context.Context, a *Attributes) error
 }
 
 // Mutator may change a.Object.
@@ -99,7 +128,10 @@ type Validator interface {
 }
 
 // Chain runs every mutator in order, then every validator in order; the
-// first error stops it and is returned to the client.
+// first error stops it and is returned to the client. As kube-apiserver's
+// reinvoker, the mutators run a second time when a mutating webhook
+// changed the object (in-tree plugins are idempotent; MutatingWebhook
+// calls only the webhooks due a reinvocation).
 type Chain struct {
 	Mutators   []Mutator
 	Validators []Validator
@@ -110,8 +142,27 @@ func (c *Chain) Admit(ctx context.Context, a *Attributes) error {
 	if c == nil {
 		return nil
 	}
+	a.reinvocation = nil
+	err := c.admitRound(ctx, a)
+	if err == nil && a.reinvocation != nil && a.reinvocation.again {
+		a.reinvocation.second = true
+		err = c.admitRound(ctx, a)
+	}
+	a.reinvocation = nil
+	return err
+}
+
+// admitRound runs every mutating plugin once (MutatingWebhook one round;
+// its Admit alone runs both).
+func (c *Chain) admitRound(ctx context.Context, a *Attributes) error {
 	for _, m := range c.Mutators {
-		if err := m.Admit(ctx, a); err != nil {
+		var err error
+		if r, ok := m.(roundMutator); ok {
+			err = r.admitRound(ctx, a)
+		} else {
+			err = m.Admit(ctx, a)
+		}
+		if err != nil {
 			return err
 		}
 	}

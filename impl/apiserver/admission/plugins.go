@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 
+	utilerrors "k8s.io/apimachinery/pkg/util/errors"
+
 	"github.com/kubeproof/kubeproof/impl/apiserver/auth"
 )
 
@@ -72,26 +74,21 @@ func DefaultPlugins() []string {
 
 // EnabledPlugins resolves --enable-admission-plugins and
 // --disable-admission-plugins as kube-apiserver does: the default set plus
-// enable, minus disable, in the registry's order. Unknown names, and a name
-// in both lists, are errors.
+// enable, minus disable, in the registry's order. Unknown names, and names
+// in both lists, are errors: every one, together, as ValidatePluginFlags
+// reports them.
 func EnabledPlugins(enable, disable []string) ([]string, error) {
+	if err := utilerrors.NewAggregate(ValidatePluginFlags(enable, disable)); err != nil {
+		return nil, err
+	}
 	on := map[string]bool{}
 	for _, p := range plugins {
 		on[p.name] = p.defaultOn
 	}
 	for _, n := range enable {
-		if _, ok := on[n]; !ok {
-			return nil, fmt.Errorf("enable-admission-plugins plugin %q is unknown (known: %s)", n, strings.Join(AllPlugins(), ", "))
-		}
-		if slices.Contains(disable, n) {
-			return nil, fmt.Errorf("%s in enable-admission-plugins and disable-admission-plugins overlapped", n)
-		}
 		on[n] = true
 	}
 	for _, n := range disable {
-		if _, ok := on[n]; !ok {
-			return nil, fmt.Errorf("disable-admission-plugins plugin %q is unknown (known: %s)", n, strings.Join(AllPlugins(), ", "))
-		}
 		on[n] = false
 	}
 	var out []string

@@ -22,6 +22,8 @@ func TestEnabledPlugins(t *testing.T) {
 		{"disable ServiceAccount", nil, []string{"ServiceAccount"}, []string{"LimitRanger"}, []string{"ServiceAccount"}, ""},
 		{"unknown", []string{"Bogus"}, nil, nil, nil, `enable-admission-plugins plugin "Bogus" is unknown`},
 		{"overlap", []string{"AlwaysPullImages"}, []string{"AlwaysPullImages"}, nil, nil, "overlapped"},
+		{"every error, as kube-apiserver's options validation", []string{"Bogus", "NodeRestriction", "AlwaysPullImages"}, []string{"AlwaysPullImages", "Nada", "NodeRestriction"}, nil, nil,
+			`[enable-admission-plugins plugin "Bogus" is unknown, disable-admission-plugins plugin "Nada" is unknown, [AlwaysPullImages NodeRestriction] in enable-admission-plugins and disable-admission-plugins overlapped]`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

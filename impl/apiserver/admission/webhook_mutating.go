@@ -29,7 +29,8 @@ var mutatingConfigResource = schema.GroupResource{Group: "admissionregistration.
 // with the webhook's status; a failed call (error, timeout, bad response)
 // ends it with 500 unless the failurePolicy is Ignore. Webhooks with
 // reinvocationPolicy IfNeeded are called once more when a later webhook
-// changed the object.
+// changed the object, after the Chain has run every in-tree mutating
+// plugin again (Admit).
 //
 // A patched object is defaulted again, as kube-apiserver's dispatcher runs
 // the scheme's defaulter on it: a container a webhook adds gets its
@@ -82,47 +83,73 @@ func mutatingWebhooks(configs []admissionregistrationv1.MutatingWebhookConfigura
 // against the object as the webhooks before it left it, in the
 // reinvocation round too (a webhook that no longer matches is not
 // reinvoked, one not called in the first round is never called).
+//
+// Reinvocation is kube-apiserver's: a webhook changing the object makes
+// the IfNeeded webhooks called before it due a second call, and asks the
+// Chain for a second run of every mutating plugin; in that run this
+// plugin calls only the webhooks due, and all the IfNeeded webhooks
+// called so far when the in-tree plugins changed the object since this
+// plugin last left it. Outside a Chain (a lone plugin) both rounds are
+// run here, without in-tree plugins between them.
 func (p *MutatingWebhook) Admit(ctx context.Context, a *Attributes) error {
+	saved := a.reinvocation
+	a.reinvocation = nil
+	defer func() { a.reinvocation = saved }()
+	if err := p.admitRound(ctx, a); err != nil || a.reinvocation == nil || !a.reinvocation.again {
+		return err
+	}
+	a.reinvocation.second = true
+	return p.admitRound(ctx, a)
+}
+
+// admitRound is one run of the plugin in the round a.reinvocation says
+// (the first while it is nil).
+func (p *MutatingWebhook) admitRound(ctx context.Context, a *Attributes) error {
 	hooks, m, err := p.candidates(ctx, a)
 	if err != nil || len(hooks) == 0 {
 		return err
 	}
-	lastChange := -1
-	calledAt := make([]int, len(hooks)) // -1: not called
-	step := 0
-	for i, w := range hooks {
-		calledAt[i] = -1
+	if a.reinvocation == nil {
+		a.reinvocation = &reinvocation{invoked: map[int]bool{}, due: map[int]bool{}}
+	}
+	r := a.reinvocation
+	makeDue := func() {
+		for i := range r.invoked {
+			r.due[i] = true
+		}
+		clear(r.invoked)
+	}
+	if r.second && r.last != nil && !apiequality.Semantic.DeepEqual(r.last, a.Object) {
+		makeDue()
+	}
+	defer func() {
+		r.last = nil
+		if a.Object != nil && !reflect.ValueOf(a.Object).IsNil() {
+			r.last = a.Object.DeepCopyObject()
+		}
+	}()
+	round := 0
+	if r.second {
+		round = 1
+	}
+	for _, w := range hooks {
 		h, ok, err := m.shouldCall(ctx, w, a)
 		if err != nil {
 			return err
 		}
-		if !ok {
+		if !ok || r.second && !r.due[w.index] {
 			continue
 		}
-		changed, err := p.callOne(ctx, h, a, 0)
+		changed, err := p.callOne(ctx, h, a, round)
 		if err != nil {
 			return err
 		}
-		calledAt[i] = step
 		if changed {
-			lastChange = step
+			makeDue()
+			r.again = true
 		}
-		step++
-	}
-	// Reinvocation: once, for IfNeeded webhooks called before the last
-	// change by another webhook.
-	if lastChange < 0 {
-		return nil
-	}
-	for i, w := range hooks {
-		h, ok, err := m.shouldCall(ctx, w, a)
-		if err != nil {
-			return err
-		}
-		if ok && w.reinvoke && calledAt[i] >= 0 && calledAt[i] < lastChange {
-			if _, err := p.callOne(ctx, h, a, 1); err != nil {
-				return err
-			}
+		if w.reinvoke {
+			r.invoked[w.index] = true
 		}
 	}
 	return nil

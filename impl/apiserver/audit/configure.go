@@ -42,9 +42,12 @@ func Configure(policyFile string, logOpts LogOptions, webhookOpts WebhookOptions
 		}
 		return nil, nil, nil
 	}
-	policy, err := LoadPolicy(policyFile)
+	policy, lenient, err := loadPolicy(policyFile)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, fmt.Errorf("loading audit policy file: %w", err)
+	}
+	if lenient != nil {
+		log.Warn(fmt.Sprintf("Audit policy contains errors, falling back to lenient decoding: %v", lenient))
 	}
 	backend, err := NewBackends(logOpts, webhookOpts, m)
 	if err != nil {

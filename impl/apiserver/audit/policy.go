@@ -1,79 +1,141 @@
 package audit
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"slices"
 	"strings"
 
+	apivalidation "k8s.io/apimachinery/pkg/api/validation"
+	fieldpath "k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/yaml"
 
 	"github.com/kubeproof/kubeproof/impl/apiserver/request"
 )
 
-// LoadPolicy reads and validates a policy file (YAML or JSON).
+// LoadPolicy reads and validates a policy file (YAML or JSON). Its
+// errors are kube-apiserver's policy reader's: "failed to read file path
+// …", or the policy's error followed by ": from file <path>".
 func LoadPolicy(path string) (*Policy, error) {
+	p, _, err := loadPolicy(path)
+	return p, err
+}
+
+// loadPolicy is LoadPolicy, also returning the strict decoding's error of
+// a policy decoded leniently (see parsePolicy).
+func loadPolicy(path string) (_ *Policy, lenient, _ error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("reading audit policy: %w", err)
+		return nil, nil, fmt.Errorf("failed to read file path %q: %w", path, err)
 	}
-	p, err := ParsePolicy(data)
+	p, lenient, err := parsePolicy(data)
 	if err != nil {
-		return nil, fmt.Errorf("audit policy %s: %w", path, err)
+		return nil, nil, fmt.Errorf("%w: from file %s", err, path)
 	}
-	return p, nil
+	return p, lenient, nil
 }
 
-// ParsePolicy decodes and validates an audit.k8s.io/v1 Policy.
+// ParsePolicy decodes and validates an audit.k8s.io/v1 Policy. A policy
+// with fields the Policy type lacks (or a key twice) is decoded
+// leniently, as kube-apiserver's policy reader; Configure logs that.
 func ParsePolicy(data []byte) (*Policy, error) {
+	p, _, err := parsePolicy(data)
+	return p, err
+}
+
+// parsePolicy is ParsePolicy; lenient is the strict decoding's error when
+// the policy was decoded leniently after it, nil otherwise.
+func parsePolicy(data []byte) (_ *Policy, lenient error, _ error) {
 	p := &Policy{}
 	if err := yaml.UnmarshalStrict(data, p); err != nil {
-		return nil, fmt.Errorf("decoding: %w", err)
+		// Strictness alone failed when the lenient decoding succeeds.
+		p = &Policy{}
+		if yaml.Unmarshal(data, p) != nil {
+			return nil, nil, fmt.Errorf("failed decoding: %w", err)
+		}
+		lenient = err
 	}
 	if p.APIVersion != APIVersion || p.Kind != PolicyKind {
-		return nil, fmt.Errorf("apiVersion %q kind %q: want %s %s", p.APIVersion, p.Kind, APIVersion, PolicyKind)
+		return nil, nil, fmt.Errorf("apiVersion %q kind %q: want %s %s", p.APIVersion, p.Kind, APIVersion, PolicyKind)
+	}
+	if err := validatePolicy(p).ToAggregate(); err != nil {
+		return nil, nil, err
 	}
 	if len(p.Rules) == 0 {
-		return nil, fmt.Errorf("rules: Required value: at least one rule")
+		return nil, nil, errors.New("loaded illegal policy with 0 rules")
 	}
-	if err := validateStages("omitStages", p.OmitStages); err != nil {
-		return nil, err
-	}
-	for i, r := range p.Rules {
-		field := fmt.Sprintf("rules[%d]", i)
-		if !r.Level.Valid() {
-			return nil, fmt.Errorf("%s.level: Unsupported value: %q", field, r.Level)
-		}
-		if len(r.NonResourceURLs) > 0 && (len(r.Resources) > 0 || len(r.Namespaces) > 0) {
-			return nil, fmt.Errorf("%s.nonResourceURLs: Invalid value: rules cannot apply to both regular resources and non-resource URLs", field)
-		}
-		for _, u := range r.NonResourceURLs {
-			if u != "*" && !strings.HasPrefix(u, "/") {
-				return nil, fmt.Errorf("%s.nonResourceURLs: Invalid value: %q: non-resource URL rules must begin with a '/' character", field, u)
-			}
-			if i := strings.Index(u, "*"); i >= 0 && i != len(u)-1 {
-				return nil, fmt.Errorf("%s.nonResourceURLs: Invalid value: %q: non-resource URL wildcards ('*') must be the final character of the rule", field, u)
-			}
-		}
-		for _, gr := range r.Resources {
-			if len(gr.ResourceNames) > 0 && len(gr.Resources) == 0 {
-				return nil, fmt.Errorf("%s.resources.resourceNames: Invalid value: using resourceNames requires at least one resource", field)
-			}
-		}
-		if err := validateStages(field+".omitStages", r.OmitStages); err != nil {
-			return nil, err
-		}
-	}
-	return p, nil
+	return p, lenient, nil
 }
 
-func validateStages(field string, stages []Stage) error {
-	for _, s := range stages {
-		if !s.valid() {
-			return fmt.Errorf("%s: Unsupported value: %q", field, s)
+// validatePolicy returns every error kube-apiserver's policy validation
+// finds, in its order and words: the policy's omitStages, then each
+// rule's (validateRule).
+func validatePolicy(p *Policy) fieldpath.ErrorList {
+	errs := validateStages(fieldpath.NewPath("omitStages"), p.OmitStages)
+	for i := range p.Rules {
+		errs = append(errs, validateRule(&p.Rules[i], fieldpath.NewPath("rules").Index(i))...)
+	}
+	return errs
+}
+
+// validLevels and validStages are the values a rule's level and an
+// omitStages entry may take, in kube-apiserver's order.
+var (
+	validLevels = []string{string(LevelNone), string(LevelMetadata), string(LevelRequest), string(LevelRequestResponse)}
+	validStages = []string{string(StageRequestReceived), string(StageResponseStarted), string(StageResponseComplete), string(StagePanic)}
+)
+
+// validateRule checks one rule: its level (required, one of
+// validLevels), each non-resource URL (begins with '/' unless "*", a '*'
+// only last), each resources entry (a group is a DNS subdomain; names need
+// resources), each omitted stage, then non-resource URLs together with
+// resources or namespaces.
+func validateRule(r *PolicyRule, path *fieldpath.Path) fieldpath.ErrorList {
+	var errs fieldpath.ErrorList
+	switch level := path.Child("level"); {
+	case r.Level == "":
+		errs = append(errs, fieldpath.Required(level, ""))
+	case !r.Level.Valid():
+		errs = append(errs, fieldpath.NotSupported(level, r.Level, validLevels))
+	}
+	for i, u := range r.NonResourceURLs {
+		if u == "*" {
+			continue
+		}
+		if !strings.HasPrefix(u, "/") {
+			errs = append(errs, fieldpath.Invalid(path.Child("nonResourceURLs").Index(i), u, "non-resource URL rules must begin with a '/' character"))
+		}
+		if star := strings.IndexByte(u, '*'); star >= 0 && star < len(u)-1 {
+			errs = append(errs, fieldpath.Invalid(path.Child("nonResourceURLs").Index(i), u, "non-resource URL wildcards '*' must be the final character of the rule"))
 		}
 	}
-	return nil
+	for _, gr := range r.Resources {
+		if gr.Group != "" {
+			if msgs := apivalidation.NameIsDNSSubdomain(gr.Group, false); len(msgs) > 0 {
+				errs = append(errs, fieldpath.Invalid(path.Child("resources", "group"), gr.Group, strings.Join(msgs, ",")))
+			}
+		}
+		if len(gr.ResourceNames) > 0 && len(gr.Resources) == 0 {
+			errs = append(errs, fieldpath.Invalid(path.Child("resources", "resourceNames"), gr.ResourceNames, "using resourceNames requires at least one resource"))
+		}
+	}
+	errs = append(errs, validateStages(path.Child("omitStages"), r.OmitStages)...)
+	if len(r.NonResourceURLs) > 0 && (len(r.Resources) > 0 || len(r.Namespaces) > 0) {
+		errs = append(errs, fieldpath.Invalid(path.Child("nonResourceURLs"), r.NonResourceURLs, "rules cannot apply to both regular resources and non-resource URLs"))
+	}
+	return errs
+}
+
+// validateStages checks each omitted stage is one of validStages.
+func validateStages(path *fieldpath.Path, stages []Stage) fieldpath.ErrorList {
+	var errs fieldpath.ErrorList
+	for i, s := range stages {
+		if !s.valid() {
+			errs = append(errs, fieldpath.Invalid(path.Index(i), string(s), "allowed stages are "+strings.Join(validStages, ",")))
+		}
+	}
+	return errs
 }
 
 // Decision is what the policy says about one request.

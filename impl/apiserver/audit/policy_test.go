@@ -110,7 +110,6 @@ func TestParsePolicyRejectsInvalid(t *testing.T) {
 		"url without slash":   head + "rules: [{level: None, nonResourceURLs: [healthz]}]\n",
 		"wildcard in middle":  head + "rules: [{level: None, nonResourceURLs: [/a*/b]}]\n",
 		"names without res":   head + "rules: [{level: None, resources: [{group: \"\", resourceNames: [x]}]}]\n",
-		"unknown field":       head + "rules: [{level: None, user: [x]}]\n",
 		"not yaml":            "{{{",
 		"rules is not a list": head + "rules: 3\n",
 	}

@@ -30,7 +30,9 @@ import (
 // the TokenRequest API) carry an audience, an expiry and the
 // "kubernetes.io" claim naming the service account and optionally the pod,
 // secret or node they are bound to; they are rejected once any of those
-// is gone or was recreated (its uid differs).
+// is gone or was recreated (its uid differs). An extended bound token
+// (a warnafter claim) is accepted until its exp but counted stale, and
+// audited so, once used after warnafter.
 
 // LegacyIssuer is the issuer of secret-based service account tokens.
 const LegacyIssuer = "kubernetes/serviceaccount"
@@ -105,6 +107,9 @@ type ServiceAccountTokens struct {
 	// accepted on its signature and claims alone, without checking that
 	// its secret and service account still exist.
 	NoLegacyLookup bool
+	// Metrics, when set, counts legacy token use (kube-apiserver's
+	// serviceaccount_legacy_* counters).
+	Metrics *ServiceAccountMetrics
 }
 
 // deletionGrace: a token bound to an object being deleted stays valid this
@@ -211,7 +216,24 @@ type BoundTokenRequest struct {
 	Pod    *corev1.Pod
 	Secret *corev1.Secret
 	Node   *corev1.Node
+	// ID is the token's jti (NewTokenID); empty: a new one.
+	ID string
+	// WarnAfter, when positive, puts a warnafter claim this long after
+	// issue in the kubernetes.io claim: the token is accepted until its
+	// expiry but counted stale after it (an extended token, see
+	// ExpirationExtension).
+	WarnAfter time.Duration
 }
+
+// Extended bound tokens, as kube-apiserver's (the "safe transition" of
+// projected tokens): a pod-bound TokenRequest for the API audiences asking
+// for exactly WarnOnlyBoundTokenExpiration, the expiration kubelets ask
+// for by default, gets a token valid for ExpirationExtension that warns
+// after the requested expiration (--service-account-extend-token-expiration).
+const (
+	WarnOnlyBoundTokenExpiration = (60*60 + 7) * time.Second
+	ExpirationExtension          = 365 * 24 * time.Hour
+)
 
 // IssueBound signs a bound token; it returns the token and its expiry.
 func (s *ServiceAccountTokens) IssueBound(req BoundTokenRequest) (string, time.Time, error) {
@@ -221,9 +243,12 @@ func (s *ServiceAccountTokens) IssueBound(req BoundTokenRequest) (string, time.T
 	sa := req.ServiceAccount
 	now := s.now()
 	exp := now.Add(req.Expiration)
-	jti, err := newJTI()
-	if err != nil {
-		return "", time.Time{}, err
+	jti := req.ID
+	if jti == "" {
+		var err error
+		if jti, err = NewTokenID(); err != nil {
+			return "", time.Time{}, err
+		}
 	}
 	k := &kubernetesClaims{Namespace: sa.Namespace, ServiceAccount: objectRef{Name: sa.Name, UID: string(sa.UID)}}
 	if req.Pod != nil {
@@ -234,6 +259,9 @@ func (s *ServiceAccountTokens) IssueBound(req BoundTokenRequest) (string, time.T
 	}
 	if req.Node != nil {
 		k.Node = &objectRef{Name: req.Node.Name, UID: string(req.Node.UID)}
+	}
+	if req.WarnAfter > 0 {
+		k.WarnAfter = date(now.Add(req.WarnAfter))
 	}
 	c := tokenClaims{
 		Issuer: s.Issuers[0], Subject: ServiceAccountUsername(sa.Namespace, sa.Name),
@@ -256,7 +284,16 @@ func (s *ServiceAccountTokens) IssueLegacy(sa *corev1.ServiceAccount, secretName
 	})
 }
 
-func newJTI() (string, error) {
+// AuditIssuedCredentialID annotates a TokenRequest with the credential id
+// (CredentialID) of the token it issued, as kube-apiserver's.
+const AuditIssuedCredentialID = "authentication.kubernetes.io/issued-credential-id"
+
+// CredentialID is the credential id of a token with jti id, as a user's
+// ExtraCredentialID carries it.
+func CredentialID(id string) string { return "JTI=" + id }
+
+// NewTokenID is a new random jti for a bound token.
+func NewTokenID() (string, error) {
 	var b [16]byte
 	if _, err := rand.Read(b[:]); err != nil {
 		return "", err
@@ -264,6 +301,11 @@ func newJTI() (string, error) {
 	h := hex.EncodeToString(b[:])
 	return h[:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:], nil
 }
+
+// tokenClockSkew is how far a service account token's nbf and exp may be
+// off this server's clock, as kube-apiserver's (go-jose's default
+// leeway): a token is accepted until a minute after its exp.
+const tokenClockSkew = time.Minute
 
 // AuthenticateToken implements TokenAuthenticator. JWTs of another issuer
 // are not its business (ok false, no error).
@@ -284,16 +326,17 @@ func (s *ServiceAccountTokens) AuthenticateToken(ctx context.Context, token stri
 		return nil, false, err
 	}
 	now := s.now()
-	if c.Expiry != nil && !now.Before(c.Expiry.time()) {
-		return nil, false, errors.New("service account token has expired")
-	}
-	if c.NotBefore != nil && now.Before(c.NotBefore.time()) {
+	if c.NotBefore != nil && now.Add(tokenClockSkew).Before(c.NotBefore.time()) {
 		return nil, false, errors.New("service account token is not valid yet")
+	}
+	if c.Expiry != nil && now.Add(-tokenClockSkew).After(c.Expiry.time()) {
+		return nil, false, errors.New("service account token has expired")
 	}
 	if len(c.Audience) == 0 {
 		// A token without audiences is a legacy one, valid for this
 		// server's (kube-apiserver records which account used one).
 		audit.AddAnnotation(ctx, auditLegacyToken, c.Subject)
+		s.Metrics.legacyTokenUsed()
 	}
 	if legacy {
 		return s.validateLegacy(ctx, token, &c)
@@ -371,6 +414,7 @@ func (s *ServiceAccountTokens) validateLegacy(ctx context.Context, token string,
 	}
 	if secret.Labels[LegacyTokenInvalidSinceLabel] != "" {
 		audit.AddAnnotation(ctx, auditLegacyTokenInvalidated, secret.Name+"/"+secret.Namespace)
+		s.Metrics.invalidAutoTokenUsed()
 		s.markLegacyTokenUsed(ctx, secret)
 		return nil, false, fmt.Errorf("the token in secret %s/%s for service account %s/%s has been marked invalid. Use tokens from the TokenRequest API or manually created secret-based tokens, or remove the '%s' label from the secret to temporarily allow use of this token",
 			namespace, c.LegacySecret, namespace, c.LegacyName, LegacyTokenInvalidSinceLabel)
@@ -378,8 +422,10 @@ func (s *ServiceAccountTokens) validateLegacy(ctx context.Context, token string,
 	if slices.ContainsFunc(sa.Secrets, func(r corev1.ObjectReference) bool { return r.Name == secret.Name }) {
 		request.AddWarning(ctx, legacyAutogeneratedWarning)
 		audit.AddAnnotation(ctx, auditLegacyTokenAutoSecret, secret.Name)
+		s.Metrics.autoTokenUsed()
 	} else {
 		audit.AddAnnotation(ctx, auditLegacyTokenManual, secret.Name)
+		s.Metrics.manualTokenUsed()
 	}
 	s.markLegacyTokenUsed(ctx, secret)
 	return &request.User{Name: ServiceAccountUsername(sa.Namespace, sa.Name), UID: string(sa.UID),
@@ -423,7 +469,7 @@ func (s *ServiceAccountTokens) validateBound(ctx context.Context, c *tokenClaims
 	u := &request.User{Name: ServiceAccountUsername(sa.Namespace, sa.Name), UID: string(sa.UID),
 		Groups: ServiceAccountGroups(sa.Namespace), Extra: map[string][]string{}}
 	if c.ID != "" {
-		u.Extra[ExtraCredentialID] = []string{"JTI=" + c.ID}
+		u.Extra[ExtraCredentialID] = []string{CredentialID(c.ID)}
 	}
 	if p := k.Pod; p != nil {
 		pod, err := s.Objects.GetPod(ctx, k.Namespace, p.Name)
@@ -460,10 +506,31 @@ func (s *ServiceAccountTokens) validateBound(ctx context.Context, c *tokenClaims
 			u.Extra[ExtraNodeUID] = []string{n.UID}
 		}
 	}
+	if w := k.WarnAfter; w != nil && *w != 0 {
+		s.checkWarnAfter(ctx, c.Subject, w.time())
+	}
 	if len(u.Extra) == 0 {
 		u.Extra = nil
 	}
 	return u, true, nil
+}
+
+// auditStaleToken annotates requests made with an extended token after
+// its warnafter, as kube-apiserver's.
+const auditStaleToken = "authentication.k8s.io/stale-token"
+
+// checkWarnAfter records the use of an accepted extended token (one with
+// a warnafter claim): after warnafter it is stale, audited with
+// auditStaleToken (the subject and the whole seconds since warnafter) and
+// counted in serviceaccount_stale_tokens_total; before, counted in
+// serviceaccount_valid_tokens_total.
+func (s *ServiceAccountTokens) checkWarnAfter(ctx context.Context, subject string, warnAfter time.Time) {
+	now := s.now()
+	stale := now.After(warnAfter)
+	if stale {
+		audit.AddAnnotation(ctx, auditStaleToken, fmt.Sprintf("subject: %s, seconds after warning threshold: %d", subject, now.Unix()-warnAfter.Unix()))
+	}
+	s.Metrics.extendedTokenUsed(stale)
 }
 
 // serviceAccount reads the token's service account and checks its uid.

@@ -203,7 +203,7 @@ func testServiceAccountTokens(t *testing.T, key, otherKey crypto.Signer) {
 		{name: "wrong audience", token: otherAud, wantErr: "token audiences"},
 		{name: "signed by another key", token: wrongKey, wantErr: "invalid token signature"},
 		{name: "tampered signature", token: tampered, wantErr: "invalid token signature"},
-		{name: "expired", token: shortLived, setup: func() { now = now.Add(2 * time.Minute) }, wantErr: "expired"},
+		{name: "expired", token: shortLived, setup: func() { now = now.Add(3 * time.Minute) }, wantErr: "expired"},
 		{name: "pod deleted", token: podBound, setup: func() { delete(objs.pods, "ns/web") }, wantErr: "pod ns/web has been deleted"},
 		{name: "pod recreated", token: podBound, setup: func() {
 			objs.pods["ns/web"] = &corev1.Pod{ObjectMeta: meta("ns", "web", "pod-uid-2")}

@@ -318,7 +318,7 @@ func (h *Handler) scaleApply(body []byte, manager string, force bool) (transform
 		if err != nil {
 			return nil, fmt.Errorf("managed fields from the scale view: %w", err)
 		}
-		parent, err := h.applyScale(old, newScale)
+		parent, err := h.applyScale(old, newScale, false)
 		if err != nil {
 			return nil, err
 		}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/http"
+	"strconv"
 	"sync"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -95,8 +96,14 @@ func (h *Handler) createObject(ctx context.Context, info *request.Info, obj runt
 	} else if m.GetNamespace() == "" {
 		return nil, apierrors.NewBadRequest("Namespace parameter required.")
 	}
-	if m.GetResourceVersion() != "" {
-		return nil, apierrors.NewBadRequest("resourceVersion should not be set on objects to be created")
+	// kube-apiserver's store refuses a resourceVersion that is an unsigned
+	// number other than 0 (a 500 there; bad input, so a 400 here) and
+	// ignores any other. A dry run is answered without that check, as
+	// kube-apiserver's dry-run store answers it.
+	if rv := m.GetResourceVersion(); rv != "" && !dryRun {
+		if n, err := strconv.ParseUint(rv, 10, 64); err == nil && n != 0 {
+			return nil, apierrors.NewBadRequest("resourceVersion should not be set on objects to be created")
+		}
 	}
 	if !defaulted {
 		h.res.Strategy.Default(obj)

@@ -3,6 +3,7 @@ package endpoints
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"slices"
 	"time"
@@ -125,11 +126,13 @@ func (h *Handler) deleteResponse(out runtime.Object, deleted bool, code int) (ru
 }
 
 // DeleteObject deletes the object at key as kube-apiserver's generic store
-// does: preconditions; graceful deletion (deletionTimestamp plus
+// does: preconditions, checked on the stored object first (its
+// rest.BeforeDelete), so a failing one is the answer even to a delete an
+// admission plugin would refuse; then the admission chain (mutating, then
+// validating plugins); graceful deletion (deletionTimestamp plus
 // deletionGracePeriodSeconds) for kinds with a GracefulDeleter; orphan and
 // foregroundDeletion finalizers recorded from the propagation policy; an
-// object with finalizers only marked; the admission chain (mutating, then
-// validating plugins) before any of it. deleted reports whether the object
+// object with finalizers only marked. deleted reports whether the object
 // is gone.
 func (h *Handler) DeleteObject(ctx context.Context, info *request.Info, key string, opts *metav1.DeleteOptions) (out runtime.Object, deleted bool, err error) {
 	return h.deleteObject(ctx, info, key, opts, admitObject)
@@ -167,8 +170,14 @@ func (h *Handler) deleteObject(ctx context.Context, info *request.Info, key stri
 		return nil, false, ToStatusError(err, VerbGet, h.gr, name)
 	}
 	pre := preconditions(opts)
-	if err := pre.Check(key, cur); err != nil {
-		return nil, false, ToStatusError(err, VerbDelete, h.gr, name)
+	if h.isNamespace {
+		// kube-apiserver's namespace registry checks the preconditions
+		// itself, in its storage's words, on namespaces.
+		if err := pre.Check(key, cur); err != nil {
+			return nil, false, ToStatusError(err, VerbDelete, h.gr, name)
+		}
+	} else if err := h.deletePreconditionFailed(cur, opts.Preconditions); err != nil {
+		return nil, false, err
 	}
 	// As kube-apiserver's delete handlers (AdmissionToValidateObjectDeleteFunc):
 	// the mutating plugins, then the validating ones, on the stored object.
@@ -189,6 +198,28 @@ func (h *Handler) deleteObject(ctx context.Context, info *request.Info, key stri
 		return h.deleteNamespace(ctx, key, cur, opts, pre, dryRun)
 	}
 	return h.deleteGeneric(ctx, key, name, cur, opts, pre, dryRun)
+}
+
+// deletePreconditionFailed is kube-apiserver's early check of a delete's
+// preconditions against the object it read (its generic store's
+// BeforeDelete, before the storage enforces them again): the uid, then the
+// resourceVersion, each a 409 Conflict whose resource is the object's kind
+// (Operation cannot be fulfilled on ConfigMap "c": ...), not its resource.
+func (h *Handler) deletePreconditionFailed(cur runtime.Object, p *metav1.Preconditions) error {
+	if p == nil {
+		return nil
+	}
+	m := accessor(cur)
+	kind := schema.GroupResource{Group: h.gvk.Group, Resource: h.gvk.Kind}
+	if p.UID != nil && *p.UID != m.GetUID() {
+		return apierrors.NewConflict(kind, m.GetName(), fmt.Errorf(
+			"the UID in the precondition (%s) does not match the UID in record (%s). The object might have been deleted and then recreated", *p.UID, m.GetUID()))
+	}
+	if p.ResourceVersion != nil && *p.ResourceVersion != m.GetResourceVersion() {
+		return apierrors.NewConflict(kind, m.GetName(), fmt.Errorf(
+			"the ResourceVersion in the precondition (%s) does not match the ResourceVersion in record (%s). The object might have been modified", *p.ResourceVersion, m.GetResourceVersion()))
+	}
+	return nil
 }
 
 func preconditions(opts *metav1.DeleteOptions) *storage.Preconditions {

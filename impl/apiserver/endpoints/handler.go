@@ -48,6 +48,9 @@ type Options struct {
 	WatchStarted func(info *request.Info) (done func())
 	// Now returns the current time (tests may fix it).
 	Now func() time.Time
+	// StoragePathPrefix is the etcd prefix of every key, named in
+	// kube-apiserver's precondition errors ("/registry" when empty).
+	StoragePathPrefix string
 }
 
 // Handler serves one resource.

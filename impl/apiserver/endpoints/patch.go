@@ -149,7 +149,7 @@ func (h *Handler) patch(w http.ResponseWriter, r *http.Request, info *request.In
 		// collector keeps each text once.
 		recordWarnings(r, warnings)
 		if m == modeScale {
-			return h.applyScale(old, obj.(*autoscalingv1.Scale))
+			return h.applyScale(old, obj.(*autoscalingv1.Scale), false)
 		}
 		return obj, nil
 	}

@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metavalidation "k8s.io/apimachinery/pkg/api/validation"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -115,7 +116,7 @@ func (h *Handler) update(w http.ResponseWriter, r *http.Request, info *request.I
 		audit.LogRequestObject(r.Context(), accessor(obj))
 		recordWarnings(r, warns)
 		scale := obj.(*autoscalingv1.Scale)
-		transform = func(old runtime.Object) (runtime.Object, error) { return h.applyScale(old, scale) }
+		transform = func(old runtime.Object) (runtime.Object, error) { return h.applyScale(old, scale, true) }
 	case modeFinalize:
 		obj, warns, err := h.decode(r, body, h.gvk, h.res.New(), wo.fieldValidation)
 		if err != nil {
@@ -198,20 +199,46 @@ func writeCode(created bool) int {
 	return http.StatusOK
 }
 
-// applyScale sets the replicas a Scale asks for on a copy of old.
-func (h *Handler) applyScale(old runtime.Object, scale *autoscalingv1.Scale) (runtime.Object, error) {
+// applyScale sets the replicas a Scale asks for on a copy of old, in
+// kube-apiserver's order: a PUT's Scale uid is a storage precondition
+// checked first (uidPreconditionFailed); then the replicas are validated;
+// then a patched (or applied) Scale's uid must still be the object's (a
+// 409 on <resource>/scale, as its scaleUpdatedObjectInfo); last the
+// resourceVersion.
+func (h *Handler) applyScale(old runtime.Object, scale *autoscalingv1.Scale, put bool) (runtime.Object, error) {
 	om := accessor(old)
 	if scale.Name != om.GetName() {
 		return nil, apierrors.NewBadRequest(fmt.Sprintf("the name of the object (%s) does not match the name on the URL (%s)", scale.Name, om.GetName()))
 	}
-	if scale.ResourceVersion != "" && scale.ResourceVersion != om.GetResourceVersion() {
-		return nil, apierrors.NewConflict(h.gr, om.GetName(), errors.New(optimisticLockErrorMsg))
+	if put && scale.UID != "" && scale.UID != om.GetUID() {
+		return nil, h.uidPreconditionFailed(om, scale.UID)
 	}
 	if scale.Spec.Replicas < 0 {
 		return nil, apierrors.NewInvalid(schema.GroupKind{Group: "autoscaling", Kind: "Scale"}, scale.Name, field.ErrorList{
 			field.Invalid(field.NewPath("spec", "replicas"), scale.Spec.Replicas, "must be greater than or equal to 0")})
 	}
+	if scale.UID != "" && scale.UID != om.GetUID() {
+		return nil, apierrors.NewConflict(schema.GroupResource{Group: h.gr.Group, Resource: h.gr.Resource + "/scale"}, om.GetName(),
+			fmt.Errorf("Precondition failed: UID in precondition: %v, UID in object meta: %v", scale.UID, om.GetUID()))
+	}
+	if scale.ResourceVersion != "" && scale.ResourceVersion != om.GetResourceVersion() {
+		return nil, apierrors.NewConflict(h.gr, om.GetName(), errors.New(optimisticLockErrorMsg))
+	}
 	return h.res.Scale.SetReplicas(old.DeepCopyObject(), scale.Spec.Replicas)
+}
+
+// uidPreconditionFailed is kube-apiserver's answer to a PUT whose uid is
+// not the stored object's: its storage checks the uid precondition before
+// anything else of the update and fails with an invalid-object storage
+// error (code 4, resourceVersion 0) on the object's etcd key, which the
+// registry answers as a 409 Conflict.
+func (h *Handler) uidPreconditionFailed(om metav1.Object, uid types.UID) error {
+	prefix := storage.NormalizePrefix(h.opts.StoragePathPrefix)
+	// The stored object's name and namespace are valid: no error here.
+	key, _ := h.objectKey(om.GetNamespace(), om.GetName())
+	return apierrors.NewConflict(h.gr, om.GetName(), fmt.Errorf(
+		"StorageError: invalid object, Code: 4, Key: %s%s, ResourceVersion: 0, AdditionalErrorMsg: Precondition failed: UID in precondition: %v, UID in object meta: %v",
+		prefix, key, uid, om.GetUID()))
 }
 
 // createAttempts bounds how often a write that creates a missing object
@@ -345,6 +372,13 @@ func (h *Handler) prepareUpdate(ctx context.Context, info *request.Info, m mode,
 	} else {
 		nm.SetNamespace("")
 	}
+	// A PUT's uid is a precondition (kube-apiserver's UpdatedObjectInfo
+	// holds the request's object), checked by its storage before the
+	// resourceVersion; a patch has none there, so another uid in its
+	// result is the immutable-field 422 of the metadata validation below.
+	if uid := nm.GetUID(); uid != "" && uid != om.GetUID() && info.Verb != "patch" {
+		return nil, h.uidPreconditionFailed(om, uid)
+	}
 	if rv := nm.GetResourceVersion(); rv != "" {
 		if rv != om.GetResourceVersion() {
 			return nil, apierrors.NewConflict(h.gr, name, errors.New(optimisticLockErrorMsg))
@@ -357,9 +391,6 @@ func (h *Handler) prepareUpdate(ctx context.Context, info *request.Info, m mode,
 			field.Invalid(field.NewPath("metadata", "resourceVersion"), uint64(0), "must be specified for an update")})
 	} else {
 		nm.SetResourceVersion(om.GetResourceVersion())
-	}
-	if uid := nm.GetUID(); uid != "" && uid != om.GetUID() {
-		return nil, apierrors.NewConflict(h.gr, name, fmt.Errorf("Precondition failed: UID in precondition: %v, UID in object meta: %v", uid, om.GetUID()))
 	}
 	if m != modeFinalize {
 		h.res.Strategy.Default(obj)

@@ -3,8 +3,10 @@ package certificates
 import (
 	"context"
 	"fmt"
+	"math"
 	"time"
 
+	"golang.org/x/time/rate"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	certificatesv1 "k8s.io/api/certificates/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -14,6 +16,7 @@ import (
 	certlisters "k8s.io/client-go/listers/certificates/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
+	"k8s.io/utils/clock"
 
 	"github.com/kubeproof/kubeproof/impl/controller/workloop"
 )
@@ -29,8 +32,18 @@ type loop struct {
 	now    func() time.Time
 }
 
-func newLoop(name string, client kubernetes.Interface, csrs certinformers.CertificateSigningRequestInformer) (*loop, error) {
-	l := &loop{name: name, client: client, lister: csrs.Lister(), synced: csrs.Informer().HasSynced, queue: workloop.NewQueue(name), now: time.Now}
+// newLoop returns the loop named name over csrs; its queue's delayed
+// retries follow clk. A failed sync is retried for as long as it fails
+// (run), with upstream's certificate controller's back-off: per request
+// exponential from 200 ms doubling to at most 1000 s, and all retries
+// together at most 10 per second after a burst of 100.
+func newLoop(name string, client kubernetes.Interface, csrs certinformers.CertificateSigningRequestInformer, clk clock.WithTicker) (*loop, error) {
+	limiter := workqueue.NewTypedMaxOfRateLimiter(
+		workqueue.NewTypedItemExponentialFailureRateLimiter[string](200*time.Millisecond, 1000*time.Second),
+		&workqueue.TypedBucketRateLimiter[string]{Limiter: rate.NewLimiter(rate.Limit(10), 100)},
+	)
+	queue := workqueue.NewTypedRateLimitingQueueWithConfig(limiter, workqueue.TypedRateLimitingQueueConfig[string]{Name: name, Clock: clk})
+	l := &loop{name: name, client: client, lister: csrs.Lister(), synced: csrs.Informer().HasSynced, queue: queue, now: clk.Now}
 	enqueue := func(obj any) {
 		if key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj); err == nil {
 			l.queue.Add(key)
@@ -39,6 +52,10 @@ func newLoop(name string, client kubernetes.Interface, csrs certinformers.Certif
 	if _, err := csrs.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    enqueue,
 		UpdateFunc: func(_, obj any) { enqueue(obj) },
+		// As upstream's: a deleted request is synced at once, so a key
+		// waiting for its retry is forgotten with its back-off now, not
+		// when the back-off (up to 1000 s) ends.
+		DeleteFunc: enqueue,
 	}); err != nil {
 		return nil, fmt.Errorf("%s: adding event handler: %w", name, err)
 	}
@@ -49,7 +66,10 @@ func (l *loop) run(ctx context.Context, workers int, sync func(context.Context, 
 	if err := workloop.WaitForSync(ctx, l.name, l.queue, l.synced); err != nil {
 		return err
 	}
-	workloop.Run(ctx, l.name, l.queue, workers, func(ctx context.Context, key string) error {
+	// No retry cap, as upstream's: a request RBAC refuses now may be
+	// allowed later (its requester granted nodeclient), and is approved
+	// then without a new CSR event.
+	workloop.RunWithMaxRetries(ctx, l.name, l.queue, workers, math.MaxInt, func(ctx context.Context, key string) error {
 		csr, err := l.lister.Get(key)
 		if apierrors.IsNotFound(err) {
 			return nil
@@ -67,7 +87,7 @@ type Approver struct{ l *loop }
 
 // NewApprover returns the approver writing with client.
 func NewApprover(client kubernetes.Interface, csrs certinformers.CertificateSigningRequestInformer) (*Approver, error) {
-	l, err := newLoop("csrapproving", client, csrs)
+	l, err := newLoop("csrapproving", client, csrs, clock.RealClock{})
 	if err != nil {
 		return nil, err
 	}
@@ -128,7 +148,7 @@ type Signer struct {
 // lifetime (kube-controller-manager's --cluster-signing-duration, default
 // one year when 0).
 func NewSigner(client kubernetes.Interface, csrs certinformers.CertificateSigningRequestInformer, ca *CA, maxDuration time.Duration) (*Signer, error) {
-	l, err := newLoop("csrsigning", client, csrs)
+	l, err := newLoop("csrsigning", client, csrs, clock.RealClock{})
 	if err != nil {
 		return nil, err
 	}

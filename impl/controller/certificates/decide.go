@@ -1,5 +1,5 @@
-// Package certificates is kube-controller-manager's csrapproving and
-// csrsigning controllers for TLS bootstrapping: a kubelet that joined with a
+// Package certificates is kube-controller-manager's csrapproving,
+// csrsigning and csrcleaner controllers for TLS bootstrapping: a kubelet that joined with a
 // bootstrap token asks for its client certificate
 // (CN=system:node:<name>, O=system:nodes) with a certificates.k8s.io/v1
 // CertificateSigningRequest for the kubernetes.io/kube-apiserver-client-kubelet
@@ -12,9 +12,15 @@
 // for any user (kubernetes.io/kube-apiserver-client), each after its
 // signer's checks of subject and usages.
 //
+// The cleaner deletes requests left behind: pending ones after a day,
+// denied, failed and issued ones an hour after that condition, issued
+// ones whose certificate has expired, and approved ones a day after their
+// approval if no certificate came (DecideCleanup).
+//
 // The decisions (is this a node client request, which subresource
-// authorizes it, what certificate to issue) are pure functions; Approver and
-// Signer are the thin loops around them.
+// authorizes it, what certificate to issue, whether to delete a request)
+// are pure functions; Approver, Signer and Cleaner are the thin loops
+// around them.
 package certificates
 
 import (

@@ -10,6 +10,11 @@
 //   - Tokens ("serviceaccount-token") fills kubernetes.io/service-account-token
 //     Secrets with a legacy token, the namespace and the CA, and deletes
 //     them once their service account is gone (tokens.go).
+//   - LegacyTokenCleaner ("legacy-service-account-token-cleaner") labels
+//     auto-generated token Secrets no pod mounts and no one used for a
+//     clean-up period kubernetes.io/legacy-token-invalid-since, and
+//     deletes them a period later (legacycleaner.go); it runs once a day
+//     rather than from a queue.
 //
 // All follow the sample-controller shape: informers enqueue keys, workers
 // call one idempotent sync whose decision (Decide*) is a pure function of

@@ -3,6 +3,7 @@ package serviceaccount
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"net/url"
 	"strings"
 
@@ -25,6 +26,12 @@ import (
 // DefaultTokenWorkers is kube-controller-manager's
 // --concurrent-serviceaccount-token-syncs default.
 const DefaultTokenWorkers = 5
+
+// TokenMaxRetries is how many times the tokens controller retries a
+// failing service account or secret key before dropping it (upstream's
+// tokens controller default, fewer than other controllers'
+// workloop.MaxRetries).
+const TokenMaxRetries = 10
 
 // TokenGenerator signs the legacy token (issuer kubernetes/serviceaccount)
 // stored in a service account's token secret; auth.ServiceAccountTokens
@@ -136,9 +143,9 @@ func (c *Tokens) Run(ctx context.Context, workers int) error {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		workloop.Run(ctx, "serviceaccount-token-accounts", c.accounts, workers, c.syncServiceAccount)
+		workloop.RunWithMaxRetries(ctx, "serviceaccount-token-accounts", c.accounts, workers, TokenMaxRetries, c.syncServiceAccount)
 	}()
-	workloop.Run(ctx, "serviceaccount-token-secrets", c.secrets, workers, c.syncSecret)
+	workloop.RunWithMaxRetries(ctx, "serviceaccount-token-secrets", c.secrets, workers, TokenMaxRetries, c.syncSecret)
 	<-done
 	return nil
 }
@@ -218,7 +225,10 @@ func (c *Tokens) fill(ctx context.Context, cached *corev1.Secret, sa *corev1.Ser
 	var token string
 	if d.SetToken {
 		if token, err = c.generator.IssueLegacy(sa, live.Name); err != nil {
-			return fmt.Errorf("signing the token of secret %s/%s: %w", live.Namespace, live.Name, err)
+			// Not retried, as upstream: the next event of the secret
+			// (or of a resync) brings it back.
+			slog.Error("signing the token of a service account token secret", "secret", live.Namespace+"/"+live.Name, "err", err)
+			return nil
 		}
 	}
 	_, err = secrets.Update(ctx, FillTokenSecret(live, sa, d, c.rootCA, token), metav1.UpdateOptions{})

@@ -54,6 +54,13 @@ func WaitForSync(ctx context.Context, controller string, queue workqueue.TypedRa
 // queue, until ctx is done. It shuts the queue down and returns only after
 // every worker has stopped, so a caller never leaks goroutines.
 func Run(ctx context.Context, name string, queue workqueue.TypedRateLimitingInterface[string], workers int, syncKey func(context.Context, string) error) {
+	RunWithMaxRetries(ctx, name, queue, workers, MaxRetries, syncKey)
+}
+
+// RunWithMaxRetries is Run for a controller whose upstream counterpart
+// drops a failing key after maxRetries back-off retries rather than
+// MaxRetries.
+func RunWithMaxRetries(ctx context.Context, name string, queue workqueue.TypedRateLimitingInterface[string], workers, maxRetries int, syncKey func(context.Context, string) error) {
 	if workers < 1 {
 		workers = 1
 	}
@@ -62,7 +69,7 @@ func Run(ctx context.Context, name string, queue workqueue.TypedRateLimitingInte
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for processNext(ctx, name, queue, syncKey) {
+			for processNext(ctx, name, queue, maxRetries, syncKey) {
 			}
 		}()
 	}
@@ -71,7 +78,7 @@ func Run(ctx context.Context, name string, queue workqueue.TypedRateLimitingInte
 	wg.Wait()
 }
 
-func processNext(ctx context.Context, name string, queue workqueue.TypedRateLimitingInterface[string], syncKey func(context.Context, string) error) bool {
+func processNext(ctx context.Context, name string, queue workqueue.TypedRateLimitingInterface[string], maxRetries int, syncKey func(context.Context, string) error) bool {
 	key, quit := queue.Get()
 	if quit {
 		return false
@@ -84,7 +91,7 @@ func processNext(ctx context.Context, name string, queue workqueue.TypedRateLimi
 		queue.Forget(key)
 	case ctx.Err() != nil:
 		queue.Forget(key)
-	case queue.NumRequeues(key) < MaxRetries:
+	case queue.NumRequeues(key) < maxRetries:
 		slog.Debug("sync failed, retrying", "controller", name, "key", key, "err", err)
 		queue.AddRateLimited(key)
 	default:

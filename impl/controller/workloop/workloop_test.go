@@ -3,11 +3,14 @@ package workloop
 import (
 	"context"
 	"errors"
+	"fmt"
 	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"k8s.io/client-go/util/workqueue"
 )
 
 func TestRunRetriesFailuresAndStopsCleanly(t *testing.T) {
@@ -52,4 +55,44 @@ func TestRunRetriesFailuresAndStopsCleanly(t *testing.T) {
 	if n := runtime.NumGoroutine(); n > before+1 {
 		t.Fatalf("%d goroutines after Run returned, %d before", n, before)
 	}
+}
+
+// TestRunWithMaxRetriesDropsTheKey: a key that always fails is synced
+// once and retried maxRetries times, then dropped (forgotten, not queued).
+func TestRunWithMaxRetriesDropsTheKey(t *testing.T) {
+	// No back-off delay, so the retries follow one another at once.
+	q := workqueue.NewTypedRateLimitingQueue[string](workqueue.NewTypedItemExponentialFailureRateLimiter[string](0, 0))
+	const maxRetries = 4
+	var calls int // one worker
+	verdict := make(chan string, 1)
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		RunWithMaxRetries(ctx, "test", q, 1, maxRetries, func(_ context.Context, key string) error {
+			if key == "check" {
+				// Queued by the last allowed attempt, before the worker
+				// decided about it: a retry would be queued behind it.
+				verdict <- fmt.Sprintf("calls=%d queued=%d requeues=%d", calls, q.Len(), q.NumRequeues("ns/a"))
+				return nil
+			}
+			calls++
+			if calls == maxRetries+1 {
+				q.Add("check")
+			}
+			return errors.New("always")
+		})
+	}()
+	q.Add("ns/a")
+	select {
+	case got := <-verdict:
+		if want := fmt.Sprintf("calls=%d queued=0 requeues=0", maxRetries+1); got != want {
+			t.Errorf("%s, want %s", got, want)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the failing key was not retried")
+	}
+	cancel()
+	wg.Wait()
 }

@@ -148,11 +148,14 @@ func ParseAvailable(text string) (map[Signal]resource.Quantity, error) {
 	if text == "none" {
 		return out, nil
 	}
-	kv, err := parseKeyValues("available", text)
+	kv, err := keyValues("available", text, "=")
 	if err != nil {
 		return nil, err
 	}
 	for s, v := range kv {
+		if !knownSignal(s) {
+			return nil, fmt.Errorf("available: unsupported eviction signal %s", s)
+		}
 		q, err := resource.ParseQuantity(v)
 		if err != nil || q.Sign() < 0 {
 			return nil, fmt.Errorf("signal %s: invalid quantity %q", s, v)

@@ -177,7 +177,13 @@ type Flags struct {
 }
 
 // ParseConfig turns the kubelet's eviction flags into a Config, with the
-// kubelet's errors for bad input.
+// kubelet's errors for bad input. The four threshold flags are read as
+// upstream's kubelet reads its maps (ParseThresholdConfig): a signal named
+// twice keeps its last value; the hard thresholds, the soft ones, the
+// grace periods and the minimum reclaims are parsed in that order, then
+// every soft threshold needs its grace period. A threshold, grace period
+// or minimum reclaim upstream refuses is a *ThresholdError carrying
+// upstream's error.
 func ParseConfig(f Flags) (Config, error) {
 	hardText := f.Hard
 	if !f.HardSet {
@@ -191,13 +197,19 @@ func ParseConfig(f Flags) (Config, error) {
 	if err != nil {
 		return Config{}, err
 	}
-	grace, err := parseKeyValues("--eviction-soft-grace-period", f.SoftGracePeriod)
+	grace, err := parseGracePeriods(f.SoftGracePeriod)
 	if err != nil {
 		return Config{}, err
 	}
-	reclaim, err := parseKeyValues("--eviction-minimum-reclaim", f.MinimumReclaim)
+	reclaim, err := parseMinimumReclaims(f.MinimumReclaim)
 	if err != nil {
 		return Config{}, err
+	}
+	for _, s := range sortedSignals(soft) {
+		if _, ok := grace[s]; !ok {
+			return Config{}, &ThresholdError{Text: fmt.Sprintf("--eviction-soft: no grace period in --eviction-soft-grace-period for signal %s", s),
+				Kubelet: fmt.Errorf("grace period must be specified for the soft eviction threshold %s", s)}
+		}
 	}
 	cfg := Config{PressureTransitionPeriod: f.PressureTransitionPeriod, MaxPodGracePeriodSeconds: f.MaxPodGracePeriod, MonitoringInterval: f.MonitoringInterval,
 		ImageGC: gc.Policy{HighThresholdPercent: f.ImageGCHighThresholdPercent, LowThresholdPercent: f.ImageGCLowThresholdPercent, MinAge: f.MinimumImageTTLDuration, MaxAge: f.ImageMaximumGCAge}}
@@ -216,37 +228,14 @@ func ParseConfig(f Flags) (Config, error) {
 	for _, s := range sortedSignals(hard) {
 		cfg.Thresholds = append(cfg.Thresholds, Threshold{Signal: s, Value: hard[s]})
 	}
+	// A grace period of a signal without a soft threshold is unused, and
+	// a zero one makes the soft threshold a hard one, as upstream's.
 	for _, s := range sortedSignals(soft) {
-		g, ok := grace[s]
-		if !ok {
-			return Config{}, fmt.Errorf("--eviction-soft: no grace period in --eviction-soft-grace-period for signal %s", s)
-		}
-		d, err := time.ParseDuration(g)
-		if err != nil {
-			return Config{}, fmt.Errorf("--eviction-soft-grace-period: signal %s: %w", s, err)
-		}
-		if d <= 0 {
-			return Config{}, fmt.Errorf("--eviction-soft-grace-period: signal %s: grace period must be positive, got %s", s, g)
-		}
-		cfg.Thresholds = append(cfg.Thresholds, Threshold{Signal: s, Value: soft[s], GracePeriod: d})
+		cfg.Thresholds = append(cfg.Thresholds, Threshold{Signal: s, Value: soft[s], GracePeriod: grace[s]})
 	}
-	for s := range grace {
-		if _, ok := soft[s]; !ok {
-			return Config{}, fmt.Errorf("--eviction-soft-grace-period: signal %s has no soft threshold in --eviction-soft", s)
-		}
-	}
-	for s, text := range reclaim {
-		v, err := parseValue(text)
-		if err != nil {
-			return Config{}, fmt.Errorf("--eviction-minimum-reclaim: signal %s: %w", s, err)
-		}
-		if v.Quantity != nil && v.Quantity.Sign() < 0 {
-			return Config{}, fmt.Errorf("--eviction-minimum-reclaim: signal %s: negative minimum reclaim %s", s, text)
-		}
-		for i := range cfg.Thresholds {
-			if cfg.Thresholds[i].Signal == s {
-				cfg.Thresholds[i].MinReclaim = &v
-			}
+	for i := range cfg.Thresholds {
+		if v, ok := reclaim[cfg.Thresholds[i].Signal]; ok {
+			cfg.Thresholds[i].MinReclaim = &v
 		}
 	}
 	return cfg, nil
@@ -266,33 +255,102 @@ func knownSignal(s Signal) bool {
 	return ok
 }
 
-// parseThresholdMap reads "signal<value,signal<value".
+// parseThresholdMap reads "signal<value,signal<value", a signal named
+// twice taking its last value. "0%" and "100%" are no threshold, as
+// upstream's kubelet ignores them.
 func parseThresholdMap(flag, text string) (map[Signal]Value, error) {
+	items, err := keyValues(flag, text, "<")
+	if err != nil {
+		return nil, err
+	}
 	out := map[Signal]Value{}
-	for _, part := range splitList(text) {
-		i := strings.IndexAny(part, "<>=!")
-		if i < 0 || part[i] != '<' {
-			return nil, fmt.Errorf("%s: %q: want <signal><<quantity or percentage> (the only operator is <)", flag, part)
-		}
-		s := Signal(strings.TrimSpace(part[:i]))
-		text := strings.TrimSpace(part[i+1:])
+	for _, s := range sortedSignals(items) {
+		text := items[s]
 		if !knownSignal(s) {
 			return nil, &ThresholdError{Text: fmt.Sprintf("%s: unsupported eviction signal %s", flag, s), Kubelet: kubeletThresholdError(s, text)}
 		}
-		if _, dup := out[s]; dup {
-			return nil, fmt.Errorf("%s: found duplicate eviction threshold for signal %s", flag, s)
+		if text == "0%" || text == "100%" {
+			continue
 		}
 		v, err := parseValue(text)
 		if err != nil {
 			return nil, &ThresholdError{Text: fmt.Sprintf("%s: signal %s: %v", flag, s, err), Kubelet: kubeletThresholdError(s, text)}
 		}
-		if v.Quantity != nil && v.Quantity.Sign() < 0 {
+		if v.Quantity != nil && v.Quantity.Sign() <= 0 {
 			return nil, &ThresholdError{Text: fmt.Sprintf("%s: signal %s: eviction threshold must be positive: %s", flag, s, v.Quantity), Kubelet: kubeletThresholdError(s, text)}
 		}
-		if v.Quantity != nil && v.Quantity.Sign() == 0 || v.Quantity == nil && v.Percentage == 0 {
-			continue // 0 disables the threshold, as upstream
+		if v.Quantity == nil && v.Percentage == 0 {
+			continue // never met
 		}
 		out[s] = v
+	}
+	return out, nil
+}
+
+// parseGracePeriods reads --eviction-soft-grace-period,
+// "signal=duration,...", with upstream's errors.
+func parseGracePeriods(text string) (map[Signal]time.Duration, error) {
+	const flag = "--eviction-soft-grace-period"
+	items, err := keyValues(flag, text, "=")
+	if err != nil {
+		return nil, err
+	}
+	out := map[Signal]time.Duration{}
+	for _, s := range sortedSignals(items) {
+		if !knownSignal(s) {
+			return nil, &ThresholdError{Text: fmt.Sprintf("%s: unsupported eviction signal %s", flag, s), Kubelet: fmt.Errorf("unsupported eviction signal %s", s)}
+		}
+		d, err := time.ParseDuration(items[s])
+		if err != nil {
+			return nil, &ThresholdError{Text: fmt.Sprintf("%s: signal %s: %v", flag, s, err), Kubelet: err}
+		}
+		if d < 0 {
+			return nil, &ThresholdError{Text: fmt.Sprintf("%s: signal %s: negative grace period %s", flag, s, items[s]),
+				Kubelet: fmt.Errorf("invalid eviction grace period specified: %s, must be a positive value", items[s])}
+		}
+		out[s] = d
+	}
+	return out, nil
+}
+
+// parseMinimumReclaims reads --eviction-minimum-reclaim,
+// "signal=quantity or percentage,...", with upstream's errors: a
+// percentage must be above 0 (above 100% is taken, as upstream's), a
+// quantity not negative.
+func parseMinimumReclaims(text string) (map[Signal]Value, error) {
+	const flag = "--eviction-minimum-reclaim"
+	items, err := keyValues(flag, text, "=")
+	if err != nil {
+		return nil, err
+	}
+	out := map[Signal]Value{}
+	for _, s := range sortedSignals(items) {
+		text := items[s]
+		bad := func(kubelet error) error {
+			return &ThresholdError{Text: fmt.Sprintf("%s: signal %s: %v", flag, s, kubelet), Kubelet: kubelet}
+		}
+		if !knownSignal(s) {
+			return nil, &ThresholdError{Text: fmt.Sprintf("%s: unsupported eviction signal %s", flag, s), Kubelet: fmt.Errorf("unsupported eviction signal %s", s)}
+		}
+		if p, ok := strings.CutSuffix(text, "%"); ok {
+			f, err := strconv.ParseFloat(p, 32)
+			if err != nil {
+				return nil, bad(err)
+			}
+			if f <= 0 {
+				return nil, bad(fmt.Errorf("eviction percentage minimum reclaim %s must be positive: %s", s, text))
+			}
+			out[s] = Value{Percentage: f / 100}
+			continue
+		}
+		q, err := resource.ParseQuantity(text)
+		if err != nil {
+			return nil, bad(err)
+		}
+		if q.Sign() < 0 {
+			return nil, bad(fmt.Errorf("negative eviction minimum reclaim specified for %s", s))
+		}
+		out[s] = Value{Quantity: &q}
 	}
 	return out, nil
 }
@@ -311,7 +369,7 @@ func (e *ThresholdError) Error() string { return e.Text }
 // kubeletThresholdError is the error upstream's kubelet gives for the
 // threshold signal<text (parseThresholdStatement): an unknown signal, a
 // percentage strconv does not parse or outside 0-100%, a quantity that
-// does not parse (resource.ParseQuantity's error) or is negative.
+// does not parse (resource.ParseQuantity's error) or is not positive.
 func kubeletThresholdError(s Signal, text string) error {
 	if !knownSignal(s) {
 		return fmt.Errorf("unsupported eviction signal %s", s)
@@ -332,25 +390,23 @@ func kubeletThresholdError(s Signal, text string) error {
 	if err != nil {
 		return err
 	}
-	if q.Sign() < 0 {
+	if q.Sign() <= 0 {
 		return fmt.Errorf("eviction threshold %s must be positive: %s", s, &q)
 	}
 	return nil
 }
 
-// parseKeyValues reads "signal=text,signal=text".
-func parseKeyValues(flag, text string) (map[Signal]string, error) {
+// keyValues reads "key<sep>value,..." as upstream's map flags do: key
+// and value trimmed, empty items skipped, a key named twice keeping its
+// last value.
+func keyValues(flag, text, sep string) (map[Signal]string, error) {
 	out := map[Signal]string{}
 	for _, part := range splitList(text) {
-		k, v, ok := strings.Cut(part, "=")
-		s := Signal(strings.TrimSpace(k))
+		k, v, ok := strings.Cut(part, sep)
 		if !ok {
-			return nil, fmt.Errorf("%s: %q: want <signal>=<value>", flag, part)
+			return nil, fmt.Errorf("%s: %q: want <signal>%s<value>", flag, part, sep)
 		}
-		if !knownSignal(s) {
-			return nil, fmt.Errorf("%s: unsupported eviction signal %s", flag, s)
-		}
-		out[s] = strings.TrimSpace(v)
+		out[Signal(strings.TrimSpace(k))] = strings.TrimSpace(v)
 	}
 	return out, nil
 }

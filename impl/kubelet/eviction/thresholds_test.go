@@ -75,17 +75,18 @@ func TestParseConfigErrors(t *testing.T) {
 		f    Flags
 		want string
 	}{
-		{Flags{Hard: "memory.available>100Mi", HardSet: true}, "the only operator is <"},
+		{Flags{Hard: "memory.available>100Mi", HardSet: true}, "want <signal><<value>"},
 		{Flags{Hard: "cpu.available<1", HardSet: true}, "unsupported eviction signal cpu.available"},
-		{Flags{Hard: "memory.available<1Gi,memory.available<2Gi", HardSet: true}, "duplicate eviction threshold for signal memory.available"},
+		{Flags{Hard: "memory.available<0", HardSet: true}, "eviction threshold must be positive: 0"},
 		{Flags{Hard: "nodefs.available<120%", HardSet: true}, "must be between 0% and 100%"},
 		{Flags{Hard: "memory.available<lots", HardSet: true}, `invalid quantity "lots"`},
 		{Flags{Hard: "memory.available<-1Mi", HardSet: true}, "must be positive"},
 		{Flags{Soft: "memory.available<1Gi"}, "no grace period"},
 		{Flags{Soft: "memory.available<1Gi", SoftGracePeriod: "memory.available=soon"}, "--eviction-soft-grace-period: signal memory.available"},
-		{Flags{SoftGracePeriod: "memory.available=1m"}, "has no soft threshold"},
+		{Flags{Soft: "memory.available<1Gi", SoftGracePeriod: "memory.available=-1m"}, "negative grace period -1m"},
 		{Flags{MinimumReclaim: "memory.available"}, "want <signal>=<value>"},
-		{Flags{MinimumReclaim: "memory.available=-5Mi"}, "negative minimum reclaim"},
+		{Flags{MinimumReclaim: "memory.available=-5Mi"}, "negative eviction minimum reclaim specified for memory.available"},
+		{Flags{MinimumReclaim: "nodefs.available=0%"}, "eviction percentage minimum reclaim nodefs.available must be positive: 0%"},
 		{Flags{PressureTransitionPeriod: -time.Second}, "negative"},
 	} {
 		_, err := ParseConfig(tc.f)
@@ -95,14 +96,26 @@ func TestParseConfigErrors(t *testing.T) {
 	}
 }
 
-func TestParseConfigZeroDisables(t *testing.T) {
-	cfg, err := ParseConfig(Flags{Hard: "memory.available<0,nodefs.available<0%", HardSet: true})
+// TestParseConfigAsUpstreamMaps: thresholds "0%" and "100%" are none, a
+// signal named twice keeps its last value (the earlier one unchecked), a
+// grace period without a soft threshold is unused, and a zero one makes
+// the soft threshold hard, as upstream's ParseThresholdConfig.
+func TestParseConfigAsUpstreamMaps(t *testing.T) {
+	cfg, err := ParseConfig(Flags{Hard: "memory.available<0%,nodefs.available<100%", HardSet: true})
 	if err != nil || len(cfg.Thresholds) != 0 {
 		t.Fatalf("%+v %v", cfg.Thresholds, err)
 	}
 	cfg, err = ParseConfig(Flags{Hard: "", HardSet: true})
 	if err != nil || len(cfg.Thresholds) != 0 {
 		t.Fatalf("empty --eviction-hard: %+v %v", cfg.Thresholds, err)
+	}
+	cfg, err = ParseConfig(Flags{Hard: "memory.available<lots,memory.available<1Gi", HardSet: true,
+		Soft: "nodefs.available<20%", SoftGracePeriod: "nodefs.available=0s,pid.available=1m"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cfg.Thresholds) != 2 || cfg.Thresholds[0].Value.String() != "1Gi" || !cfg.Thresholds[1].Hard() {
+		t.Errorf("thresholds %+v, want memory.available<1Gi and a hard nodefs.available<20%%", cfg.Thresholds)
 	}
 }
 

@@ -69,6 +69,9 @@ type Kubelet interface {
 	// when it is a DirectStreamingRuntime or an IndirectStreamingRuntime.
 	Runtime() runtime.Runtime
 	RunningPods() int
+	// LifecycleHTTPFallbacks counts the HTTPS lifecycle hooks that
+	// succeeded over HTTP after an HTTP answer.
+	LifecycleHTTPFallbacks() uint64
 }
 
 // Options configure a Mux. Zero fields take defaults.
@@ -115,7 +118,7 @@ func NewMux(opts Options) *Mux {
 		Subsystem: "kubelet", Name: "http_requests_total",
 		Help: "Number of HTTP requests received by the kubelet API, by method and path (its first segment).",
 	}, []string{"method", "path"})
-	m.registry.MustRegister(m.requests, runningPodsCollector{m})
+	m.registry.MustRegister(m.requests, runningPodsCollector{m}, httpFallbacksCollector{m}, certificateCollector{m, time.Now})
 	if opts.Auth != nil {
 		m.auth.Store(opts.Auth)
 	}
@@ -267,6 +270,25 @@ func (c runningPodsCollector) Collect(ch chan<- prometheus.Metric) {
 	defer c.m.mu.RUnlock()
 	for name, k := range c.m.kubelets {
 		ch <- prometheus.MustNewConstMetric(runningPodsDesc, prometheus.GaugeValue, float64(k.RunningPods()), name)
+	}
+}
+
+// httpFallbacksCollector reports upstream's
+// kubelet_lifecycle_handler_http_fallbacks_total (an ALPHA counter, its
+// help text upstream's as component-base exposes it) per registered node.
+type httpFallbacksCollector struct{ m *Mux }
+
+var httpFallbacksDesc = prometheus.NewDesc("kubelet_lifecycle_handler_http_fallbacks_total",
+	"[ALPHA] The number of times lifecycle handlers successfully fell back to http from https.",
+	[]string{"node"}, nil)
+
+func (c httpFallbacksCollector) Describe(ch chan<- *prometheus.Desc) { ch <- httpFallbacksDesc }
+
+func (c httpFallbacksCollector) Collect(ch chan<- prometheus.Metric) {
+	c.m.mu.RLock()
+	defer c.m.mu.RUnlock()
+	for name, k := range c.m.kubelets {
+		ch <- prometheus.MustNewConstMetric(httpFallbacksDesc, prometheus.CounterValue, float64(k.LifecycleHTTPFallbacks()), name)
 	}
 }
 

@@ -11,9 +11,11 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"time"
 
 	certutil "k8s.io/client-go/util/cert"
+	"k8s.io/client-go/util/keyutil"
 )
 
 // TLSOptions say how the kubelet API authenticates itself and its clients.
@@ -24,6 +26,14 @@ type TLSOptions struct {
 	CertFile, KeyFile string
 	// Hosts are the DNS names and IPs the self-signed certificate covers.
 	Hosts []string
+	// CertDir, when set, is where the self-signed certificate lives, as
+	// upstream's --cert-dir: kubelet.crt and kubelet.key, read if both
+	// load, else generated and written there (0644 and 0600).
+	CertDir string
+	// GetCertificate, when set, gives the serving certificate at each
+	// handshake (a rotated one, --rotate-server-certificates); the files
+	// and CertDir are then not used.
+	GetCertificate func(*tls.ClientHelloInfo) (*tls.Certificate, error)
 	// ClientCAFile, when set, makes the server require a client
 	// certificate signed by one of its CAs (upstream's --client-ca-file);
 	// when empty, any client is served.
@@ -43,6 +53,7 @@ func TLSConfig(o TLSOptions) (*tls.Config, error) {
 	var cert tls.Certificate
 	var err error
 	switch {
+	case o.GetCertificate != nil:
 	case o.Certificate != nil:
 		cert = *o.Certificate
 	case o.CertFile != "" || o.KeyFile != "":
@@ -52,29 +63,21 @@ func TLSConfig(o TLSOptions) (*tls.Config, error) {
 		if cert, err = tls.LoadX509KeyPair(o.CertFile, o.KeyFile); err != nil {
 			return nil, fmt.Errorf("kubelet API: loading serving certificate: %w", err)
 		}
+	case o.CertDir != "":
+		if cert, err = selfSignedInDir(o.CertDir, o.Hosts); err != nil {
+			return nil, err
+		}
 	default:
-		hosts := o.Hosts
-		if len(hosts) == 0 {
-			hosts = []string{"localhost"}
-		}
-		var ips []net.IP
-		var dns []string
-		for _, h := range hosts[1:] {
-			if ip := net.ParseIP(h); ip != nil {
-				ips = append(ips, ip)
-			} else {
-				dns = append(dns, h)
-			}
-		}
-		certPEM, keyPEM, err := certutil.GenerateSelfSignedCertKey(hosts[0], ips, dns)
-		if err != nil {
-			return nil, fmt.Errorf("kubelet API: generating a self-signed certificate: %w", err)
-		}
-		if cert, err = tls.X509KeyPair(certPEM, keyPEM); err != nil {
-			return nil, fmt.Errorf("kubelet API: self-signed certificate: %w", err)
+		if cert, err = selfSigned(o.Hosts); err != nil {
+			return nil, err
 		}
 	}
-	cfg := &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12, NextProtos: []string{"http/1.1"}}
+	cfg := &tls.Config{MinVersion: tls.VersionTLS12, NextProtos: []string{"http/1.1"}}
+	if o.GetCertificate != nil {
+		cfg.GetCertificate = o.GetCertificate
+	} else {
+		cfg.Certificates = []tls.Certificate{cert}
+	}
 	if o.ClientCAs != nil {
 		cfg.ClientCAs, cfg.ClientAuth = o.ClientCAs, tls.RequireAndVerifyClientCert
 	} else if o.ClientCAFile != "" {
@@ -92,6 +95,75 @@ func TLSConfig(o TLSOptions) (*tls.Config, error) {
 		cfg.ClientAuth = tls.VerifyClientCertIfGiven
 	}
 	return cfg, nil
+}
+
+// selfSignedPEM is a self-signed serving certificate for hosts (DNS names
+// and IPs; localhost when none).
+func selfSignedPEM(hosts []string) (certPEM, keyPEM []byte, err error) {
+	if len(hosts) == 0 {
+		hosts = []string{"localhost"}
+	}
+	var ips []net.IP
+	var dns []string
+	for _, h := range hosts[1:] {
+		if ip := net.ParseIP(h); ip != nil {
+			ips = append(ips, ip)
+		} else {
+			dns = append(dns, h)
+		}
+	}
+	if certPEM, keyPEM, err = certutil.GenerateSelfSignedCertKey(hosts[0], ips, dns); err != nil {
+		return nil, nil, fmt.Errorf("kubelet API: generating a self-signed certificate: %w", err)
+	}
+	return certPEM, keyPEM, nil
+}
+
+// selfSigned is selfSignedPEM's certificate, in memory only.
+func selfSigned(hosts []string) (tls.Certificate, error) {
+	certPEM, keyPEM, err := selfSignedPEM(hosts)
+	if err != nil {
+		return tls.Certificate{}, err
+	}
+	cert, err := tls.X509KeyPair(certPEM, keyPEM)
+	if err != nil {
+		return tls.Certificate{}, fmt.Errorf("kubelet API: self-signed certificate: %w", err)
+	}
+	return cert, nil
+}
+
+// selfSignedInDir is upstream's kubelet's serving certificate without
+// --tls-cert-file: dir/kubelet.crt and dir/kubelet.key when both can be
+// read (one that does not load is an error, as upstream's, never
+// overwritten), else, when neither can, a self-signed one for hosts
+// written there first; only one of them is an error too.
+func selfSignedInDir(dir string, hosts []string) (tls.Certificate, error) {
+	certPath, keyPath := filepath.Join(dir, "kubelet.crt"), filepath.Join(dir, "kubelet.key")
+	readable, err := certutil.CanReadCertAndKey(certPath, keyPath)
+	if err != nil {
+		return tls.Certificate{}, fmt.Errorf("kubelet API: self-signed certificate: %w", err)
+	}
+	if readable {
+		cert, err := tls.LoadX509KeyPair(certPath, keyPath)
+		if err != nil {
+			return tls.Certificate{}, fmt.Errorf("kubelet API: loading serving certificate %s: %w", certPath, err)
+		}
+		return cert, nil
+	}
+	certPEM, keyPEM, err := selfSignedPEM(hosts)
+	if err != nil {
+		return tls.Certificate{}, err
+	}
+	if err := certutil.WriteCert(certPath, certPEM); err != nil {
+		return tls.Certificate{}, fmt.Errorf("kubelet API: writing the self-signed certificate: %w", err)
+	}
+	if err := keyutil.WriteKey(keyPath, keyPEM); err != nil {
+		return tls.Certificate{}, fmt.Errorf("kubelet API: writing the self-signed certificate's key: %w", err)
+	}
+	cert, err := tls.X509KeyPair(certPEM, keyPEM)
+	if err != nil {
+		return tls.Certificate{}, fmt.Errorf("kubelet API: self-signed certificate: %w", err)
+	}
+	return cert, nil
 }
 
 // Serve serves h over TLS on ln until ctx ends; then it closes the

@@ -63,9 +63,6 @@ type Config struct {
 	Logger *slog.Logger
 }
 
-// DefaultPrefix is where kube-apiserver keeps objects in etcd.
-const DefaultPrefix = "/registry"
-
 // Store is storage.Interface on etcd for one resource.
 type Store struct {
 	client       *clientv3.Client
@@ -97,11 +94,7 @@ func New(cfg Config) (*Store, error) {
 	if cfg.Resource.NewFunc == nil || cfg.Resource.NewListFunc == nil {
 		return nil, errors.New("etcd3: Resource.NewFunc and NewListFunc are required")
 	}
-	prefix := cfg.Prefix
-	if prefix == "" {
-		prefix = DefaultPrefix
-	}
-	prefix = strings.TrimSuffix(prefix, "/")
+	prefix := storage.NormalizePrefix(cfg.Prefix)
 	codec := cfg.Codec
 	if codec == nil {
 		codec = NewCodec(nil, cfg.Resource.StorageVersion)
@@ -195,8 +188,12 @@ func (s *Store) Create(ctx context.Context, key string, obj, out runtime.Object)
 	if err != nil {
 		return storage.NewError(storage.ErrCodeInvalidObj, key, 0, "reading object metadata", err)
 	}
-	if m.GetResourceVersion() != "" {
-		return storage.NewError(storage.ErrCodeInvalidObj, key, 0, "resourceVersion should not be set on objects to be created", nil)
+	// As kube-apiserver's store: a resourceVersion that is 0 or not an
+	// unsigned number is ignored (encode drops it).
+	if rv := m.GetResourceVersion(); rv != "" {
+		if n, err := strconv.ParseUint(rv, 10, 64); err == nil && n != 0 {
+			return storage.NewError(storage.ErrCodeInvalidObj, key, 0, "resourceVersion should not be set on objects to be created", nil)
+		}
 	}
 	buf := getEncodeBuffer()
 	defer putEncodeBuffer(buf)

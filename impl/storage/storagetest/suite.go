@@ -165,6 +165,20 @@ func testCreateIncreasingRVs(t *testing.T, b Backend) {
 	if err := s.Create(ctxFor(t), key(res, "ns", "has-rv"), withRV, nil); err == nil {
 		t.Fatal("create of an object with a resourceVersion succeeded")
 	}
+	// As kube-apiserver's store (its versioner reads the resourceVersion
+	// as an unsigned number): one that is 0 or not such a number is no
+	// resourceVersion, and ignored.
+	for _, rv := range []string{"0", "x", "-1"} {
+		obj := newCM("ns", "rv-"+rv, nil, "x")
+		obj.ResourceVersion = rv
+		out := &corev1.ConfigMap{}
+		if err := s.Create(ctxFor(t), key(res, "ns", obj.Name), obj, out); err != nil {
+			t.Fatalf("create of an object with resourceVersion %q: %v", rv, err)
+		}
+		if rvOf(out) <= last {
+			t.Fatalf("create of an object with resourceVersion %q returned resourceVersion %q", rv, out.ResourceVersion)
+		}
+	}
 }
 
 func testSecondCreate(t *testing.T, b Backend) {

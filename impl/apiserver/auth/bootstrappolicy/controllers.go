@@ -98,6 +98,10 @@ func controllerRoles() map[string][]rbacv1.PolicyRule {
 			verbs("create").groups(legacyGroup).resources("serviceaccounts").rule(),
 			eventsRule(),
 		},
+		"legacy-service-account-token-cleaner": {
+			verbs("get").groups(legacyGroup).resources("configmaps").names("kube-apiserver-legacy-service-account-token-tracking").rule(),
+			verbs("patch", "delete").groups(legacyGroup).resources("secrets").rule(),
+		},
 		"root-ca-cert-publisher": {
 			verbs("create", "update").groups(legacyGroup).resources("configmaps").rule(),
 			eventsRule(),
@@ -109,7 +113,7 @@ func controllerRoles() map[string][]rbacv1.PolicyRule {
 // name order.
 func Controllers() []string {
 	return []string{
-		"certificate-controller", "deployment-controller", "disruption-controller", "endpoint-controller", "endpointslice-controller", "endpointslicemirroring-controller", "generic-garbage-collector", "namespace-controller", "node-controller",
+		"certificate-controller", "deployment-controller", "disruption-controller", "endpoint-controller", "endpointslice-controller", "endpointslicemirroring-controller", "generic-garbage-collector", "legacy-service-account-token-cleaner", "namespace-controller", "node-controller",
 		"pod-garbage-collector", "replicaset-controller", "resourcequota-controller", "root-ca-cert-publisher", "serviceaccount-controller",
 	}
 }

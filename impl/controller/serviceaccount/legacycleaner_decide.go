@@ -1,0 +1,232 @@
+package serviceaccount
+
+import (
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// The decisions of the legacy token cleaner (kube-controller-manager's
+// "legacy-service-account-token-cleaner"): one pass over the observed
+// token secrets, service accounts and pods and the clock, returning the
+// labels to set and the secrets to delete; legacycleaner.go does the reads
+// and writes.
+
+// Labels and names the cleaner reads and writes (kube-apiserver's: the
+// API server sets the last-used label when it authenticates a legacy
+// token and refuses one whose secret has the invalid-since label).
+const (
+	// LegacyTokenLastUsedLabel: the UTC date a secret's token was last
+	// used to authenticate.
+	LegacyTokenLastUsedLabel = "kubernetes.io/legacy-token-last-used"
+	// LegacyTokenInvalidSinceLabel: the UTC date the cleaner marked the
+	// secret's token invalid.
+	LegacyTokenInvalidSinceLabel = "kubernetes.io/legacy-token-invalid-since"
+	// LegacyTokenTrackingConfigMap (in kube-system) records, in its "since"
+	// key, the UTC date kube-apiserver began recording the last-used label;
+	// the cleaner does nothing before a full clean-up period has passed
+	// since the day after it.
+	LegacyTokenTrackingConfigMap    = "kube-apiserver-legacy-service-account-token-tracking"
+	LegacyTokenTrackingConfigMapKey = "since"
+	// legacyTokenDateLayout is the layout of the dates in those labels.
+	legacyTokenDateLayout = "2006-01-02"
+)
+
+// DefaultLegacyTokenCleanUpPeriod is
+// --legacy-service-account-token-clean-up-period's default (a year), and
+// DefaultLegacyTokenCleanerInterval how often the cleaner looks (upstream's
+// fixed day).
+const (
+	DefaultLegacyTokenCleanUpPeriod   = 365 * 24 * time.Hour
+	DefaultLegacyTokenCleanerInterval = 24 * time.Hour
+)
+
+// LegacyTokenCleanupKind is what the cleaner does to one secret.
+type LegacyTokenCleanupKind int
+
+// The cleaner's actions.
+const (
+	// LegacyTokenMarkInvalid labels the secret invalid-since the given
+	// date (a merge patch with the secret's uid).
+	LegacyTokenMarkInvalid LegacyTokenCleanupKind = iota + 1
+	// LegacyTokenDelete deletes the secret, with its resourceVersion as
+	// precondition.
+	LegacyTokenDelete
+)
+
+// LegacyTokenCleanup is one action of the cleaner.
+type LegacyTokenCleanup struct {
+	Kind   LegacyTokenCleanupKind
+	Secret *corev1.Secret
+	// InvalidSince is the date written with LegacyTokenMarkInvalid.
+	InvalidSince string
+}
+
+// LegacyTokenCleanerState is what one pass of the cleaner observes.
+type LegacyTokenCleanerState struct {
+	// Now is the clock; Period the clean-up period.
+	Now    time.Time
+	Period time.Duration
+	// TrackedSince is the tracking ConfigMap's "since" value; "" when the
+	// ConfigMap or the key is missing.
+	TrackedSince string
+	// Secrets are the service account token secrets (others are skipped).
+	Secrets []*corev1.Secret
+	// Account returns namespace/name's ServiceAccount, nil when none.
+	Account func(namespace, name string) *corev1.ServiceAccount
+	// Mounted reports whether a pod of namespace refers to the secret
+	// name. It is asked only about secrets the other rules leave as
+	// candidates.
+	Mounted func(namespace, name string) bool
+}
+
+// CleanerActive reports whether the cleaner may act at all: the tracking
+// date parses and a full period has passed since the day after it (so
+// that every token used in the period had its use recorded).
+func (s LegacyTokenCleanerState) CleanerActive() bool {
+	since, err := time.Parse(legacyTokenDateLayout, s.TrackedSince)
+	if err != nil {
+		return false
+	}
+	return !s.Now.UTC().Before(since.AddDate(0, 0, 1).Add(s.Period))
+}
+
+// DecideLegacyTokenCleanup is the cleaner's pass: a token secret that is
+//
+//   - created more than Period ago, not being deleted,
+//   - not used (last-used label) on or after the date Period ago (no
+//     label: not used since tracking began; a malformed label: skipped),
+//   - auto-generated: its annotated account exists (with the annotated uid,
+//     when there is one) and lists it in .secrets,
+//   - and referred to by no pod of its namespace,
+//
+// is labelled invalid-since today when it has no well-formed invalid-since
+// label, and deleted once that label's date is before the date Period ago.
+// Nothing happens while CleanerActive is false.
+func DecideLegacyTokenCleanup(s LegacyTokenCleanerState) []LegacyTokenCleanup {
+	if !s.CleanerActive() {
+		return nil
+	}
+	now := s.Now.UTC()
+	cutoff := now.Add(-s.Period)
+	cutoffDate := cutoff.Format(legacyTokenDateLayout)
+	var out []LegacyTokenCleanup
+	for _, secret := range s.Secrets {
+		if secret.Type != corev1.SecretTypeServiceAccountToken || secret.DeletionTimestamp != nil {
+			continue
+		}
+		if !secret.CreationTimestamp.Time.Before(cutoff) {
+			continue
+		}
+		if last, ok := secret.Labels[LegacyTokenLastUsedLabel]; ok {
+			if _, err := time.Parse(legacyTokenDateLayout, last); err != nil || last >= cutoffDate {
+				continue
+			}
+		}
+		if !isAutoGenerated(secret, s.Account) {
+			continue
+		}
+		if s.Mounted(secret.Namespace, secret.Name) {
+			continue
+		}
+		invalidSince := secret.Labels[LegacyTokenInvalidSinceLabel]
+		if _, err := time.Parse(legacyTokenDateLayout, invalidSince); err != nil {
+			out = append(out, LegacyTokenCleanup{Kind: LegacyTokenMarkInvalid, Secret: secret, InvalidSince: now.Format(legacyTokenDateLayout)})
+			continue
+		}
+		if invalidSince < cutoffDate {
+			out = append(out, LegacyTokenCleanup{Kind: LegacyTokenDelete, Secret: secret})
+		}
+	}
+	return out
+}
+
+// isAutoGenerated: the secret's annotated service account exists, with
+// the annotated uid when one is set, and references it in .secrets.
+func isAutoGenerated(secret *corev1.Secret, account func(namespace, name string) *corev1.ServiceAccount) bool {
+	name := secret.Annotations[corev1.ServiceAccountNameKey]
+	if name == "" {
+		return false
+	}
+	sa := account(secret.Namespace, name)
+	if sa == nil {
+		return false
+	}
+	if uid := types.UID(secret.Annotations[corev1.ServiceAccountUIDKey]); uid != "" && uid != sa.UID {
+		return false
+	}
+	for _, ref := range sa.Secrets {
+		if ref.Name == secret.Name {
+			return true
+		}
+	}
+	return false
+}
+
+// PodSecretNames calls visit with every secret name pod refers to: image
+// pull secrets, secret and projected-secret volumes, the secret
+// references of volume sources, and the env and envFrom of its
+// containers, init containers and ephemeral containers.
+func PodSecretNames(pod *corev1.Pod, visit func(name string)) {
+	add := func(name string) {
+		if name != "" {
+			visit(name)
+		}
+	}
+	for _, s := range pod.Spec.ImagePullSecrets {
+		add(s.Name)
+	}
+	for i := range pod.Spec.Volumes {
+		v := &pod.Spec.Volumes[i].VolumeSource
+		switch {
+		case v.Secret != nil:
+			add(v.Secret.SecretName)
+		case v.Projected != nil:
+			for _, src := range v.Projected.Sources {
+				if src.Secret != nil {
+					add(src.Secret.Name)
+				}
+			}
+		case v.AzureFile != nil:
+			add(v.AzureFile.SecretName)
+		case v.CephFS != nil && v.CephFS.SecretRef != nil:
+			add(v.CephFS.SecretRef.Name)
+		case v.Cinder != nil && v.Cinder.SecretRef != nil:
+			add(v.Cinder.SecretRef.Name)
+		case v.FlexVolume != nil && v.FlexVolume.SecretRef != nil:
+			add(v.FlexVolume.SecretRef.Name)
+		case v.RBD != nil && v.RBD.SecretRef != nil:
+			add(v.RBD.SecretRef.Name)
+		case v.ISCSI != nil && v.ISCSI.SecretRef != nil:
+			add(v.ISCSI.SecretRef.Name)
+		case v.ScaleIO != nil && v.ScaleIO.SecretRef != nil:
+			add(v.ScaleIO.SecretRef.Name)
+		case v.StorageOS != nil && v.StorageOS.SecretRef != nil:
+			add(v.StorageOS.SecretRef.Name)
+		case v.CSI != nil && v.CSI.NodePublishSecretRef != nil:
+			add(v.CSI.NodePublishSecretRef.Name)
+		}
+	}
+	visitEnv := func(envFrom []corev1.EnvFromSource, env []corev1.EnvVar) {
+		for _, e := range envFrom {
+			if e.SecretRef != nil {
+				add(e.SecretRef.Name)
+			}
+		}
+		for _, e := range env {
+			if e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil {
+				add(e.ValueFrom.SecretKeyRef.Name)
+			}
+		}
+	}
+	for i := range pod.Spec.InitContainers {
+		visitEnv(pod.Spec.InitContainers[i].EnvFrom, pod.Spec.InitContainers[i].Env)
+	}
+	for i := range pod.Spec.Containers {
+		visitEnv(pod.Spec.Containers[i].EnvFrom, pod.Spec.Containers[i].Env)
+	}
+	for i := range pod.Spec.EphemeralContainers {
+		visitEnv(pod.Spec.EphemeralContainers[i].EnvFrom, pod.Spec.EphemeralContainers[i].Env)
+	}
+}

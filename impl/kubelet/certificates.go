@@ -1,0 +1,506 @@
+package kubelet
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	mathrand "math/rand/v2"
+	"net"
+	"net/http"
+	"slices"
+	"sync"
+	"time"
+
+	certificatesv1 "k8s.io/api/certificates/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	utilnet "k8s.io/apimachinery/pkg/util/net"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/certificate"
+	"k8s.io/client-go/util/certificate/csr"
+	"k8s.io/client-go/util/connrotation"
+
+	"github.com/kubeproof/kubeproof/impl/kubelet/server"
+)
+
+// Certificates of --cert-dir, named as upstream's kubelet names them.
+const (
+	// servingCertPrefix names the requested serving certificate's
+	// (--rotate-server-certificates).
+	servingCertPrefix = "kubelet-server"
+	// certificateWaitTimeout bounds the wait for one request to be issued,
+	// as upstream's certificate manager's.
+	certificateWaitTimeout = 15 * time.Minute
+	// Retry delays after a failed rotation, doubling.
+	rotationRetryBase, rotationRetryMax = 2 * time.Second, 32 * time.Second
+	// rotationPeriod is the least time between two requests, as
+	// upstream's manager's loop period.
+	rotationPeriod = time.Second
+)
+
+// RotationDeadline is when a certificate valid from notBefore to notAfter
+// is to be replaced, as upstream's certificate manager decides it: after
+// 70% to 90% of its lifetime, jitter in [0, 1) choosing where (so nodes
+// that joined together do not all renew at once). Pure.
+func RotationDeadline(notBefore, notAfter time.Time, jitter float64) time.Time {
+	jitter = min(max(jitter, 0), 1)
+	lifetime := notAfter.Sub(notBefore)
+	if lifetime <= 0 {
+		return notBefore
+	}
+	seventy := lifetime/10*7 + lifetime%10*7/10
+	return notBefore.Add(seventy + time.Duration(float64(lifetime)*0.2*jitter))
+}
+
+// nextRotation is when the manager asks for a new certificate: now when
+// it has none, when its certificate does not say what template asks
+// (another node name, other addresses), else RotationDeadline. A nil
+// template (addresses not known yet) asks for nothing: the zero time
+// with ok false. Pure.
+func nextRotation(cert *x509.Certificate, template *x509.CertificateRequest, jitter float64, now time.Time) (time.Time, bool) {
+	if template == nil {
+		return time.Time{}, false
+	}
+	if cert == nil || !satisfies(cert, template) {
+		return now, true
+	}
+	return RotationDeadline(cert.NotBefore, cert.NotAfter, jitter), true
+}
+
+// satisfies reports whether cert has template's subject common name and
+// organizations, DNS names and IP addresses (in any order).
+func satisfies(cert *x509.Certificate, template *x509.CertificateRequest) bool {
+	if cert.Subject.CommonName != template.Subject.CommonName {
+		return false
+	}
+	sameSet := func(a, b []string) bool {
+		a, b = slices.Clone(a), slices.Clone(b)
+		slices.Sort(a)
+		slices.Sort(b)
+		return slices.Equal(slices.Compact(a), slices.Compact(b))
+	}
+	ips := func(l []net.IP) []string {
+		s := make([]string, len(l))
+		for i, ip := range l {
+			s[i] = ip.String()
+		}
+		return s
+	}
+	return sameSet(cert.Subject.Organization, template.Subject.Organization) &&
+		sameSet(cert.DNSNames, template.DNSNames) &&
+		sameSet(ips(cert.IPAddresses), ips(template.IPAddresses))
+}
+
+// ClientCertificateTemplate is the request of a kubelet's client
+// certificate: system:node:<nodeName> in group system:nodes.
+func ClientCertificateTemplate(nodeName string) *x509.CertificateRequest {
+	return &x509.CertificateRequest{Subject: pkix.Name{CommonName: nodeUserPrefix + nodeName, Organization: []string{nodesGroup}}}
+}
+
+// ServingCertificateTemplate is the request of a kubelet's serving
+// certificate, as upstream's: system:node:<nodeName> in group
+// system:nodes, the node's Hostname (and DNS) addresses as DNS names, its
+// InternalIP and ExternalIP addresses as IP addresses. No address is no
+// request (nil), as upstream's waits for the node's addresses.
+func ServingCertificateTemplate(nodeName string, addresses []string) *x509.CertificateRequest {
+	var dns []string
+	var ips []net.IP
+	for _, a := range addresses {
+		if a == "" {
+			continue
+		}
+		if ip := net.ParseIP(a); ip != nil {
+			ips = append(ips, ip)
+		} else {
+			dns = append(dns, a)
+		}
+	}
+	if len(dns) == 0 && len(ips) == 0 {
+		return nil
+	}
+	return &x509.CertificateRequest{
+		Subject:  pkix.Name{CommonName: nodeUserPrefix + nodeName, Organization: []string{nodesGroup}},
+		DNSNames: dns, IPAddresses: ips,
+	}
+}
+
+// CertificateManagerConfig says which certificate a CertificateManager
+// keeps current.
+type CertificateManagerConfig struct {
+	// CertDir is --cert-dir; Prefix names the files
+	// (<Prefix>-<timestamp>.pem, <Prefix>-current.pem).
+	CertDir, Prefix string
+	// SignerName and Template are the requests' signer and subject.
+	SignerName string
+	Template   *x509.CertificateRequest
+	// Usages are the requests' key usages for their ECDSA keys.
+	Usages []certificatesv1.KeyUsage
+	// BootstrapCertPEM and BootstrapKeyPEM, when the store has no valid
+	// certificate, are stored as the current one and replaced at once, as
+	// upstream's (the kubeconfig's own client certificate).
+	BootstrapCertPEM, BootstrapKeyPEM []byte
+	Logger                            *slog.Logger
+}
+
+// CertificateManager keeps a certificate of --cert-dir current, as
+// upstream's kubelet's certificate managers (--rotate-certificates for
+// its client certificate, --rotate-server-certificates for its serving
+// one): Run asks for a new one (a fresh ECDSA P-256 key, a
+// CertificateSigningRequest) at nextRotation, waits for it to be issued,
+// stores it with client-go's file store (<prefix>-<timestamp>.pem behind
+// <prefix>-current.pem), makes it Current and closes the connections the
+// clients of ClientConfig opened with the previous one.
+type CertificateManager struct {
+	cfg   CertificateManagerConfig
+	store certificate.Store
+
+	mu         sync.RWMutex
+	cert       *tls.Certificate
+	force      bool // rotate at once, until one is issued (a bootstrap certificate)
+	transports []rotatingTransport
+	// rotated is closed and replaced at each new certificate (tests wait
+	// on it).
+	rotated chan struct{}
+	// metrics are the renewal errors and rotations /metrics reports
+	// (its NotAfter unused: Current's is).
+	metrics server.CertificateManagerMetrics
+	// unreachable: the last request failed without the API server's
+	// answer (WatchExpiry).
+	unreachable bool
+}
+
+// rotatingTransport is a client transport of ClientConfig and the dialer
+// of its connections.
+type rotatingTransport struct {
+	transport *http.Transport
+	dialer    *connrotation.Dialer
+}
+
+// NewCertificateManager opens cfg.CertDir's store and loads its current
+// certificate, if any.
+func NewCertificateManager(cfg CertificateManagerConfig) (*CertificateManager, error) {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	store, err := certificate.NewFileStore(cfg.Prefix, cfg.CertDir, cfg.CertDir, "", "")
+	if err != nil {
+		return nil, fmt.Errorf("opening the %s certificate store in %s: %w", cfg.Prefix, cfg.CertDir, err)
+	}
+	m := &CertificateManager{cfg: cfg, store: store, rotated: make(chan struct{})}
+	cert, err := store.Current()
+	var none *certificate.NoCertKeyError
+	switch {
+	case errors.As(err, &none):
+	case err != nil:
+		return nil, fmt.Errorf("loading the current %s certificate of %s: %w", cfg.Prefix, cfg.CertDir, err)
+	default:
+		m.cert = cert
+	}
+	if (m.cert == nil || !time.Now().Before(m.cert.Leaf.NotAfter)) && len(cfg.BootstrapCertPEM) > 0 {
+		if m.cert, err = store.Update(cfg.BootstrapCertPEM, cfg.BootstrapKeyPEM); err != nil {
+			return nil, fmt.Errorf("storing the bootstrap %s certificate in %s: %w", cfg.Prefix, cfg.CertDir, err)
+		}
+		m.force = true
+	}
+	return m, nil
+}
+
+// Current is the certificate in use: nil when there is none yet or it
+// has expired.
+func (m *CertificateManager) Current() *tls.Certificate {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	if m.cert == nil || m.cert.Leaf == nil || !time.Now().Before(m.cert.Leaf.NotAfter) {
+		return nil
+	}
+	return m.cert
+}
+
+// Rotated is closed when the next certificate is in use.
+func (m *CertificateManager) Rotated() <-chan struct{} {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	return m.rotated
+}
+
+// ServingCertificate is tls.Config.GetCertificate for the kubelet API:
+// the current certificate at each handshake.
+func (m *CertificateManager) ServingCertificate(*tls.ClientHelloInfo) (*tls.Certificate, error) {
+	if c := m.Current(); c != nil {
+		return c, nil
+	}
+	return nil, errors.New("no serving certificate available for the kubelet")
+}
+
+// ClientConfig is base authenticating with the current certificate: each
+// TLS handshake presents Current, and the connections are closed when it
+// changes, so the next request handshakes with the new one (as upstream's
+// kubelet's client transport). base's own client certificate is not used.
+func (m *CertificateManager) ClientConfig(base *rest.Config) (*rest.Config, error) {
+	cfg := rest.CopyConfig(base)
+	cfg.CertData, cfg.KeyData, cfg.CertFile, cfg.KeyFile = nil, nil, "", ""
+	tlsConfig, err := rest.TLSConfigFor(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("building the rotating client's TLS configuration: %w", err)
+	}
+	if tlsConfig == nil {
+		return nil, errors.New("certificate rotation needs an https API server")
+	}
+	tlsConfig.GetClientCertificate = func(*tls.CertificateRequestInfo) (*tls.Certificate, error) {
+		if c := m.Current(); c != nil {
+			return c, nil
+		}
+		return &tls.Certificate{}, nil // no certificate: the server decides
+	}
+	dialer := connrotation.NewDialer((&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext)
+	transport := utilnet.SetTransportDefaults(&http.Transport{
+		Proxy:               http.ProxyFromEnvironment,
+		TLSHandshakeTimeout: 10 * time.Second,
+		TLSClientConfig:     tlsConfig,
+		MaxIdleConnsPerHost: 25,
+		DialContext:         dialer.DialContext,
+	})
+	m.mu.Lock()
+	m.transports = append(m.transports, rotatingTransport{transport, dialer})
+	m.mu.Unlock()
+	cfg.Transport = transport
+	// A custom transport carries the TLS settings itself.
+	cfg.TLSClientConfig = rest.TLSClientConfig{}
+	return cfg, nil
+}
+
+// Run rotates the certificate until ctx ends, asking with client; it
+// returns nil then. A failed request is retried after 2s, doubling up to
+// 32s; an issued one is followed by the next request a second later at
+// the earliest (upstream's loop period), even when what was issued does
+// not satisfy the template and is asked for again at once.
+func (m *CertificateManager) Run(ctx context.Context, client kubernetes.Interface) error {
+	retry := time.Duration(0) // the back-off after failed requests
+	pause := time.Duration(0) // at least this long before the next request
+	for {
+		var leaf *x509.Certificate
+		m.mu.Lock()
+		if c := m.cert; c != nil && !m.force {
+			leaf = c.Leaf
+		}
+		m.mu.Unlock()
+		at, ok := nextRotation(leaf, m.cfg.Template, mathrand.Float64(), time.Now())
+		if !ok {
+			<-ctx.Done()
+			return nil
+		}
+		wait := max(time.Until(at), pause)
+		if wait > 0 {
+			m.cfg.Logger.Debug("waiting for the next certificate rotation", "certificate", m.cfg.Prefix, "deadline", at)
+			t := time.NewTimer(wait)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return nil
+			case <-t.C:
+			}
+		}
+		if err := m.rotate(ctx, client); err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			retry = min(max(2*retry, rotationRetryBase), rotationRetryMax)
+			pause = retry
+			m.cfg.Logger.Error("rotating certificate", "certificate", m.cfg.Prefix, "err", err, "retry", retry)
+			continue
+		}
+		retry, pause = 0, rotationPeriod
+	}
+}
+
+// Metrics is what /metrics reports of m: the current certificate's
+// expiry, the failed requests, and the ages of the certificates
+// replaced (now less their NotBefore, as upstream's manager observes).
+func (m *CertificateManager) Metrics() server.CertificateManagerMetrics {
+	m.mu.RLock()
+	s := m.metrics
+	s.RotationBuckets = maps.Clone(s.RotationBuckets)
+	m.mu.RUnlock()
+	if c := m.Current(); c != nil {
+		s.NotAfter = c.Leaf.NotAfter
+	}
+	return s
+}
+
+// rotate is request, counting its failures and the replaced
+// certificate's age.
+func (m *CertificateManager) rotate(ctx context.Context, client kubernetes.Interface) error {
+	m.mu.RLock()
+	old := m.cert
+	m.mu.RUnlock()
+	err := m.request(ctx, client)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var status apierrors.APIStatus
+	m.unreachable = err != nil && !errors.As(err, &status)
+	switch {
+	case err != nil:
+		if ctx.Err() == nil {
+			m.metrics.RenewErrors++
+		}
+	case old != nil && old.Leaf != nil:
+		age := time.Since(old.Leaf.NotBefore).Seconds()
+		m.metrics.Rotations++
+		m.metrics.RotationSeconds += age
+		if m.metrics.RotationBuckets == nil {
+			m.metrics.RotationBuckets = map[float64]uint64{}
+		}
+		for _, b := range server.CertificateRotationBuckets {
+			if age <= b {
+				m.metrics.RotationBuckets[b]++
+			}
+		}
+	}
+	return err
+}
+
+// request asks for a certificate for a fresh key, waits for it, stores
+// it and puts it in use.
+func (m *CertificateManager) request(ctx context.Context, client kubernetes.Interface) error {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return fmt.Errorf("generating a key: %w", err)
+	}
+	der, err := x509.CreateCertificateRequest(rand.Reader, m.cfg.Template, key)
+	if err != nil {
+		return fmt.Errorf("creating a certificate request: %w", err)
+	}
+	keyDER, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		return fmt.Errorf("encoding the key: %w", err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, certificateWaitTimeout)
+	defer cancel()
+	reqPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE REQUEST", Bytes: der})
+	name, uid, err := csr.RequestCertificateWithContext(ctx, client, reqPEM, "", m.cfg.SignerName, nil, m.cfg.Usages, key)
+	if err != nil {
+		return fmt.Errorf("creating a CertificateSigningRequest for signer %s: %w", m.cfg.SignerName, err)
+	}
+	m.cfg.Logger.Info("certificate requested", "certificate", m.cfg.Prefix, "csr", name)
+	certPEM, err := csr.WaitForCertificate(ctx, client, name, uid)
+	if err != nil {
+		return fmt.Errorf("waiting for CertificateSigningRequest %s: %w", name, err)
+	}
+	cert, err := m.store.Update(certPEM, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}))
+	if err != nil {
+		return fmt.Errorf("storing the certificate of CertificateSigningRequest %s: %w", name, err)
+	}
+	m.use(cert)
+	m.cfg.Logger.Info("certificate rotated", "certificate", m.cfg.Prefix, "csr", name, "notAfter", cert.Leaf.NotAfter)
+	return nil
+}
+
+// use makes cert the current certificate and closes the connections
+// made with the previous one, so the next requests handshake with cert.
+func (m *CertificateManager) use(cert *tls.Certificate) {
+	m.mu.Lock()
+	m.cert, m.force = cert, false
+	transports := slices.Clone(m.transports)
+	close(m.rotated)
+	m.rotated = make(chan struct{})
+	m.mu.Unlock()
+	for _, t := range transports {
+		// Idle connections leave the pool before the next request picks
+		// one; busy ones (watches) are cut, their clients start again.
+		t.transport.CloseIdleConnections()
+		t.dialer.CloseAll()
+	}
+}
+
+// NewClientCertificateManager is --rotate-certificates' manager: the
+// client certificate of system:node:<nodeName> from the
+// kubernetes.io/kube-apiserver-client-kubelet signer, in certDir's
+// kubelet-client-current.pem; bootstrapCertPEM and bootstrapKeyPEM (the
+// kubeconfig's) are used when certDir has none, and replaced at once.
+func NewClientCertificateManager(certDir, nodeName string, bootstrapCertPEM, bootstrapKeyPEM []byte, logger *slog.Logger) (*CertificateManager, error) {
+	return NewCertificateManager(CertificateManagerConfig{
+		CertDir: certDir, Prefix: clientCertPrefix,
+		SignerName:       certificatesv1.KubeAPIServerClientKubeletSignerName,
+		Template:         ClientCertificateTemplate(nodeName),
+		Usages:           []certificatesv1.KeyUsage{certificatesv1.UsageDigitalSignature, certificatesv1.UsageClientAuth},
+		BootstrapCertPEM: bootstrapCertPEM, BootstrapKeyPEM: bootstrapKeyPEM,
+		Logger: logger,
+	})
+}
+
+// NewServingCertificateManager is serverTLSBootstrap's
+// (--rotate-server-certificates) manager: the kubelet API's certificate
+// from the kubernetes.io/kubelet-serving signer for the node's addresses,
+// in certDir's kubelet-server-current.pem. Nothing approves such requests
+// but a user (kubectl certificate approve), as upstream.
+func NewServingCertificateManager(certDir, nodeName string, addresses []string, logger *slog.Logger) (*CertificateManager, error) {
+	return NewCertificateManager(CertificateManagerConfig{
+		CertDir: certDir, Prefix: servingCertPrefix,
+		SignerName: certificatesv1.KubeletServingSignerName,
+		Template:   ServingCertificateTemplate(nodeName, addresses),
+		Usages:     []certificatesv1.KeyUsage{certificatesv1.UsageDigitalSignature, certificatesv1.UsageServerAuth},
+		Logger:     logger,
+	})
+}
+
+// ClientCertificateExitAfter is how long the kubelet goes on without a
+// valid client certificate before it exits, as upstream's kubelet passes
+// its rotating client transport (5m); ClientCertificateCheckPeriod is how often it
+// looks, as upstream's transport.
+const (
+	ClientCertificateExitAfter   = 5 * time.Minute
+	ClientCertificateCheckPeriod = 10 * time.Second
+)
+
+// ClientCertificateExit decides whether the kubelet exits for want of a
+// client certificate, as upstream's rotating transport: when it has had
+// no valid one (none, or expired) for longer than exitAfter since
+// lastValid and the API server answers its requests (serverHealthy); an
+// unanswering server only logs, a restart being what might help. The
+// message is upstream's; "" is no exit. Pure.
+func ClientCertificateExit(now, lastValid time.Time, valid, serverHealthy bool, exitAfter time.Duration) string {
+	if valid || exitAfter <= 0 || !now.After(lastValid.Add(exitAfter)) || !serverHealthy {
+		return ""
+	}
+	return fmt.Sprintf("It has been %s since a valid client cert was found and the server is responsive, exiting.", exitAfter)
+}
+
+// WatchExpiry checks every period whether the kubelet must exit for want
+// of a client certificate (ClientCertificateExit), returning that error
+// then, or nil when ctx ends. An API server is taken as responsive
+// unless the last request failed without its answer.
+func (m *CertificateManager) WatchExpiry(ctx context.Context, exitAfter, period time.Duration) error {
+	lastValid := time.Now()
+	t := time.NewTicker(period)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+		now := time.Now()
+		valid := m.Current() != nil
+		if valid {
+			lastValid = now
+		}
+		m.mu.RLock()
+		healthy := !m.unreachable
+		m.mu.RUnlock()
+		if msg := ClientCertificateExit(now, lastValid, valid, healthy, exitAfter); msg != "" {
+			m.cfg.Logger.Error(msg)
+			return errors.New(msg)
+		} else if !valid && now.After(lastValid.Add(exitAfter)) {
+			m.cfg.Logger.Error(fmt.Sprintf("It has been %s since a valid client cert was found, but the server is not responsive. A restart may be necessary to retrieve new initial credentials.", exitAfter))
+		}
+	}
+}
