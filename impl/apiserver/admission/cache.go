@@ -2,6 +2,7 @@ package admission
 
 import (
 	"context"
+	"sync/atomic"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -17,10 +18,20 @@ import (
 // read informers. It is eventually consistent; until it has synced, and
 // after its watch fails until it has relisted, reads go to the store.
 // Cached objects are shared: callers must not modify them.
+//
+// A reader never sees an object go back to an older version or vanish
+// after a store read showed it: the cache answers only once its state has
+// reached the newest resourceVersion of an object a store read handed out
+// (floor). Without that, a cache loaded from a list taken before a store
+// read would hide what that read showed until its watch caught up (a
+// webhook configuration called for one request, then not for the next).
+// A deletion a store read showed may still be undone by the cache until
+// its watch brings the delete: a list does not say when an object went.
 type objectCache struct {
 	s       objectStore
 	newList func() runtime.Object
 	local   *localcache.Cache
+	floor   atomic.Int64
 }
 
 func newObjectCache(s objectStore, newList func() runtime.Object) *objectCache {
@@ -47,7 +58,7 @@ func (c *objectCache) listFresh(ctx context.Context, namespace string) ([]runtim
 
 func (c *objectCache) read(ctx context.Context, namespace string, fresh bool) ([]runtime.Object, error) {
 	if !fresh {
-		if objs, synced := c.local.List(namespace); synced {
+		if objs, ok := c.local.ListAt(namespace, c.floor.Load()); ok {
 			return objs, nil
 		}
 	}
@@ -55,7 +66,28 @@ func (c *objectCache) read(ctx context.Context, namespace string, fresh bool) ([
 	if err := c.s.list(ctx, namespace, fresh, l); err != nil {
 		return nil, err
 	}
-	return meta.ExtractList(l)
+	objs, err := meta.ExtractList(l)
+	if err != nil {
+		return nil, err
+	}
+	if !fresh {
+		for _, o := range objs {
+			c.raiseFloor(o)
+		}
+	}
+	return objs, nil
+}
+
+// raiseFloor records that a store read handed out o: the cache answers
+// again once it has reached o's resourceVersion.
+func (c *objectCache) raiseFloor(o runtime.Object) {
+	rv := localcache.RV(o)
+	for {
+		cur := c.floor.Load()
+		if rv <= cur || c.floor.CompareAndSwap(cur, rv) {
+			return
+		}
+	}
 }
 
 // get returns one object: from memory once synced (fresh false), else
@@ -68,7 +100,7 @@ func (c *objectCache) get(ctx context.Context, namespace, name string, fresh boo
 // store is read, not for every answer from memory.
 func (c *objectCache) lookup(ctx context.Context, namespace, name string, fresh bool, newOut func() runtime.Object) (runtime.Object, error) {
 	if !fresh {
-		if o, found, synced := c.local.Get(namespace, name); synced {
+		if o, found, ok := c.local.GetAt(namespace, name, c.floor.Load()); ok {
 			if found {
 				return o, nil
 			}
@@ -78,6 +110,9 @@ func (c *objectCache) lookup(ctx context.Context, namespace, name string, fresh 
 	out := newOut()
 	if err := c.s.get(ctx, namespace, name, fresh, out); err != nil {
 		return nil, err
+	}
+	if !fresh {
+		c.raiseFloor(out)
 	}
 	return out, nil
 }

@@ -21,6 +21,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"sync"
 	"time"
 
@@ -84,6 +85,9 @@ type Cache struct {
 	// items holds namespace → name → object ("" namespace: cluster-scoped).
 	items  map[string]map[string]runtime.Object
 	synced bool
+	// rev is the resourceVersion the state reflects: the load's, then
+	// each event's and bookmark's (0 before the first load).
+	rev int64
 	// loaded is closed when the first load completes.
 	loaded chan struct{}
 }
@@ -103,9 +107,16 @@ func (c *Cache) Key() string { return c.cfg.Key }
 // ones). synced says whether the cache is loaded (see
 // Config.KeepWhileReloading); when it is not, found is false.
 func (c *Cache) Get(namespace, name string) (obj runtime.Object, found, synced bool) {
+	return c.GetAt(namespace, name, 0)
+}
+
+// GetAt is Get answering only from a state at least as new as
+// resourceVersion minRev: ok is false (and found false) when the cache
+// is not synced or has not yet reached minRev.
+func (c *Cache) GetAt(namespace, name string, minRev int64) (obj runtime.Object, found, ok bool) {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
-	if !c.synced {
+	if !c.synced || c.rev < minRev {
 		return nil, false, false
 	}
 	obj, found = c.items[namespace][name]
@@ -116,9 +127,16 @@ func (c *Cache) Get(namespace, name string) (obj runtime.Object, found, synced b
 // particular order. synced says whether the cache is loaded; when it is
 // not, objs is nil.
 func (c *Cache) List(namespace string) (objs []runtime.Object, synced bool) {
+	return c.ListAt(namespace, 0)
+}
+
+// ListAt is List answering only from a state at least as new as
+// resourceVersion minRev: ok is false (and objs nil) when the cache is
+// not synced or has not yet reached minRev.
+func (c *Cache) ListAt(namespace string, minRev int64) (objs []runtime.Object, ok bool) {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
-	if !c.synced {
+	if !c.synced || c.rev < minRev {
 		return nil, false
 	}
 	if namespace != "" {
@@ -245,7 +263,7 @@ func (c *Cache) loadAndWatch(ctx context.Context, resume string) (last string, e
 		for _, o := range objs {
 			putObject(fresh, o)
 		}
-		c.replace(fresh)
+		c.replace(fresh, lm.GetResourceVersion())
 		opts.ResourceVersion = lm.GetResourceVersion()
 		last = opts.ResourceVersion
 	case c.cfg.Load == WatchList:
@@ -277,8 +295,10 @@ func (c *Cache) loadAndWatch(ctx context.Context, resume string) (last string, e
 				return "", fmt.Errorf("watch of %s: %v", c.cfg.Key, ev.Object)
 			case watch.Bookmark:
 				if pending != nil && isInitialEventsEnd(ev.Object) {
-					c.replace(pending)
+					c.replace(pending, resourceVersion(ev.Object))
 					pending = nil
+				} else if pending == nil {
+					c.advance(resourceVersion(ev.Object))
 				}
 			case watch.Added, watch.Modified:
 				if pending != nil {
@@ -347,12 +367,32 @@ func deleteObject(items map[string]map[string]runtime.Object, o runtime.Object) 
 	return old
 }
 
-// replace installs a freshly loaded state and marks the cache synced,
-// telling OnChange what changed since the previous state.
-func (c *Cache) replace(fresh map[string]map[string]runtime.Object) {
+// parseRV is a resourceVersion as a number (0 if it is not one).
+func parseRV(rv string) int64 {
+	n, _ := strconv.ParseInt(rv, 10, 64)
+	return n
+}
+
+// RV is an object's resourceVersion as a number (0 if it has none), the
+// unit of GetAt's and ListAt's minRev.
+func RV(obj runtime.Object) int64 { return parseRV(resourceVersion(obj)) }
+
+// advance records that the state reflects resourceVersion rv (a
+// bookmark's).
+func (c *Cache) advance(rv string) {
+	if n := parseRV(rv); n > 0 {
+		c.mu.Lock()
+		c.rev = max(c.rev, n)
+		c.mu.Unlock()
+	}
+}
+
+// replace installs a freshly loaded state of resourceVersion rv and marks
+// the cache synced, telling OnChange what changed since the previous state.
+func (c *Cache) replace(fresh map[string]map[string]runtime.Object, rv string) {
 	c.mu.Lock()
 	old := c.items
-	c.items, c.synced = fresh, true
+	c.items, c.synced, c.rev = fresh, true, parseRV(rv)
 	c.mu.Unlock()
 	if h := c.cfg.OnChange; h != nil {
 		for ns, objs := range old {
@@ -379,6 +419,7 @@ func (c *Cache) set(o runtime.Object) {
 	}
 	c.mu.Lock()
 	old := putObject(c.items, o)
+	c.rev = max(c.rev, RV(o))
 	c.mu.Unlock()
 	if c.cfg.OnChange != nil {
 		c.cfg.OnChange(old, o)
@@ -388,6 +429,7 @@ func (c *Cache) set(o runtime.Object) {
 func (c *Cache) remove(o runtime.Object) {
 	c.mu.Lock()
 	old := deleteObject(c.items, o)
+	c.rev = max(c.rev, RV(o))
 	c.mu.Unlock()
 	if old != nil && c.cfg.OnChange != nil {
 		c.cfg.OnChange(old, nil)
