@@ -307,6 +307,23 @@ func NewTokenID() (string, error) {
 // leeway): a token is accepted until a minute after its exp.
 const tokenClockSkew = time.Minute
 
+// checkTokenTimes checks a token's time claims against now, allowing
+// tokenClockSkew, in the order go-jose's claim validation (which
+// kube-apiserver's service account validator uses) checks them: nbf, exp,
+// then, for a bound token (withIAT), iat, which may not be in the future
+// (kube-apiserver's legacy validator does not look at iat).
+func checkTokenTimes(c *tokenClaims, now time.Time, withIAT bool) error {
+	switch {
+	case c.NotBefore != nil && now.Add(tokenClockSkew).Before(c.NotBefore.time()):
+		return errors.New("service account token is not valid yet")
+	case c.Expiry != nil && now.Add(-tokenClockSkew).After(c.Expiry.time()):
+		return errors.New("service account token has expired")
+	case withIAT && c.IssuedAt != nil && now.Add(tokenClockSkew).Before(c.IssuedAt.time()):
+		return errors.New("service account token is issued in the future")
+	}
+	return nil
+}
+
 // AuthenticateToken implements TokenAuthenticator. JWTs of another issuer
 // are not its business (ok false, no error).
 func (s *ServiceAccountTokens) AuthenticateToken(ctx context.Context, token string) (*request.User, bool, error) {
@@ -325,12 +342,8 @@ func (s *ServiceAccountTokens) AuthenticateToken(ctx context.Context, token stri
 	if err := verifyJWS(hdr.Alg, hdr.Kid, signing, sig, s.verifyKeys()); err != nil {
 		return nil, false, err
 	}
-	now := s.now()
-	if c.NotBefore != nil && now.Add(tokenClockSkew).Before(c.NotBefore.time()) {
-		return nil, false, errors.New("service account token is not valid yet")
-	}
-	if c.Expiry != nil && now.Add(-tokenClockSkew).After(c.Expiry.time()) {
-		return nil, false, errors.New("service account token has expired")
+	if err := checkTokenTimes(&c, s.now(), !legacy); err != nil {
+		return nil, false, err
 	}
 	if len(c.Audience) == 0 {
 		// A token without audiences is a legacy one, valid for this
