@@ -213,6 +213,9 @@ func (w *watchStream) run(initial []runtime.Object) {
 			continue
 		}
 		for _, ev := range wr.Events {
+			if ev.PrevKv == nil && !ev.IsCreate() {
+				w.fillPrevious(ev)
+			}
 			if sizes != nil {
 				sizes(eventValueSizes(ev))
 			}
@@ -226,6 +229,33 @@ func (w *watchStream) run(initial []runtime.Object) {
 				return
 			}
 		}
+	}
+}
+
+// fillPrevious reads the previous value of an update or delete that etcd
+// sent without one, at the revision before the event, as etcd itself reads
+// it for a watch that asks for previous values. etcd leaves it out when that
+// read fails (the revision is compacted) and also, with no compaction at
+// all, for events it handles while it is still registering a new watch: its
+// watch server starts the watch before it records that the watch wants
+// previous values, so an event written at that moment goes out without one.
+// That race ended a selector watch with a 500 right after it started (the
+// TestSuite/WatchSelectorTransitions flake). If the read fails too, the event
+// stays without a previous value and translate decides as before.
+func (w *watchStream) fillPrevious(ev *clientv3.Event) {
+	s := w.store
+	start := time.Now()
+	resp, err := s.client.KV.Get(w.ctx, string(ev.Kv.Key), clientv3.WithRev(ev.Kv.ModRevision-1))
+	s.metrics.observe("get", s.typ, start, err)
+	if err != nil {
+		if w.ctx.Err() == nil {
+			s.log.Debug("etcd watch event without previous value, which could not be read",
+				"key", string(ev.Kv.Key), "modRevision", ev.Kv.ModRevision, "err", err)
+		}
+		return
+	}
+	if len(resp.Kvs) == 1 && string(resp.Kvs[0].Key) == string(ev.Kv.Key) {
+		ev.PrevKv = resp.Kvs[0]
 	}
 }
 
@@ -253,8 +283,9 @@ func (w *watchStream) translate(ev *clientv3.Event) (watch.Event, bool, error) {
 	}
 	needPrev := ev.Type == clientv3.EventTypeDelete || !w.pred.Empty()
 	if needPrev && ev.PrevKv == nil && (ev.Type == clientv3.EventTypeDelete || !ev.IsCreate()) {
-		// etcd could not give the previous value (it was compacted away:
-		// the watch started just below the compaction revision). Guessing
+		// Neither etcd nor fillPrevious could give the previous value (it
+		// was compacted away: the watch started just below the compaction
+		// revision). Guessing
 		// would turn an update into an ADDED or lose a DELETED; like
 		// kube-apiserver, end the watch with an error so the client relists.
 		return watch.Event{}, false, fmt.Errorf("etcd event received with PrevKv=nil (key=%q, modRevision=%d, type=%s)",
