@@ -38,10 +38,40 @@ import (
 	"github.com/kubeproof/kubeproof/impl/apiserver/codec"
 )
 
-// webhookNamespace is where FuzzWebhook writes: its webhooks select this
-// namespace only (by a label no other target sets), so they never answer
-// another target's requests.
+// webhookNamespace is FuzzWebhook's first namespace (webhookNamespaces),
+// the one holding its Service. Its webhooks select objects by labels no
+// other target sets, so they never answer another target's requests.
 const webhookNamespace = "fuzz-webhook"
+
+// webhookNamespaces are the namespaces FuzzWebhook writes to, with the
+// labels they are created with; the server adds
+// kubernetes.io/metadata.name (nsLabels). Their labels differ so that the
+// registrations' namespaceSelectors (hookVariant.nsSelector) each select
+// some of them and not others.
+var webhookNamespaces = []struct {
+	name   string
+	labels map[string]string
+}{
+	{webhookNamespace, map[string]string{"fuzz-webhook": "on", "tier": "a"}},
+	{webhookNamespace + "-b", map[string]string{"tier": "b"}},
+	{webhookNamespace + "-c", map[string]string{}},
+}
+
+// nsLabels are the labels of the namespace ns as stored: the ones it was
+// created with, and kubernetes.io/metadata.name, which kube-apiserver sets
+// to every namespace's name. nil for a namespace not of webhookNamespaces.
+func nsLabels(ns string) map[string]string {
+	for _, n := range webhookNamespaces {
+		if n.name == ns {
+			out := map[string]string{corev1.LabelMetadataName: ns}
+			for k, v := range n.labels {
+				out[k] = v
+			}
+			return out
+		}
+	}
+	return nil
+}
 
 // fuzzHook is one webhook FuzzWebhook registers. Each selects objects
 // carrying its label (hookLabel), so an input chooses which are called.
@@ -87,6 +117,79 @@ type hookVariant struct {
 	// service: addressed by clientConfig.service (an ExternalName service
 	// at the webhook server, port and path), else by clientConfig.url.
 	service bool
+	// nsSelector is the namespaceSelector; nil: matchLabels
+	// fuzz-webhook=on (webhookNamespace only).
+	nsSelector *metav1.LabelSelector
+}
+
+// nsSel builds a namespaceSelector of matchLabels (key, value pairs) and
+// matchExpressions.
+func nsSel(matchLabels []string, exprs ...metav1.LabelSelectorRequirement) *metav1.LabelSelector {
+	s := &metav1.LabelSelector{MatchExpressions: exprs}
+	for i := 0; i+1 < len(matchLabels); i += 2 {
+		if s.MatchLabels == nil {
+			s.MatchLabels = map[string]string{}
+		}
+		s.MatchLabels[matchLabels[i]] = matchLabels[i+1]
+	}
+	return s
+}
+
+// nsReq is one matchExpressions requirement.
+func nsReq(key string, op metav1.LabelSelectorOperator, values ...string) metav1.LabelSelectorRequirement {
+	return metav1.LabelSelectorRequirement{Key: key, Operator: op, Values: values}
+}
+
+// selector is the registration's namespaceSelector.
+func (v hookVariant) selector() *metav1.LabelSelector {
+	if v.nsSelector == nil {
+		return nsSel([]string{"fuzz-webhook", "on"})
+	}
+	return v.nsSelector
+}
+
+// selectsNamespace: the variant's namespaceSelector matches a request in
+// the namespace ns, as kube-apiserver's namespace matcher decides: a
+// cluster-scoped request (ns "") always matches; an empty selector
+// matches every namespace; otherwise the stored namespace's labels
+// (nsLabels) must satisfy every matchLabels pair and every requirement —
+// In: the key is set to one of the values; NotIn: the key is not set or
+// set to none of them; Exists: set; DoesNotExist: not set. Written out
+// here, not taken from apimachinery's labels package the server uses, so
+// the oracle does not share the server's code.
+func (v hookVariant) selectsNamespace(ns string) bool {
+	if ns == "" {
+		return true
+	}
+	sel := v.selector()
+	labels := nsLabels(ns)
+	for k, want := range sel.MatchLabels {
+		if got, ok := labels[k]; !ok || got != want {
+			return false
+		}
+	}
+	for _, r := range sel.MatchExpressions {
+		got, set := labels[r.Key]
+		in := false
+		for _, x := range r.Values {
+			in = in || set && got == x
+		}
+		var ok bool
+		switch r.Operator {
+		case metav1.LabelSelectorOpIn:
+			ok = in
+		case metav1.LabelSelectorOpNotIn:
+			ok = !in
+		case metav1.LabelSelectorOpExists:
+			ok = set
+		case metav1.LabelSelectorOpDoesNotExist:
+			ok = !set
+		}
+		if !ok {
+			return false
+		}
+	}
+	return true
 }
 
 var hookVariants = []hookVariant{
@@ -97,6 +200,15 @@ var hookVariants = []hookVariant{
 	{key: "xb", versions: []string{"v9", "v1beta1"}},
 	{key: "s", versions: []string{"v1"}, service: true},
 	{key: "sb", versions: []string{"v1beta1", "v1"}, service: true},
+	// namespaceSelector variants over webhookNamespaces' labels (tier a,
+	// b, none; kubernetes.io/metadata.name).
+	{key: "ni", versions: []string{"v1"}, nsSelector: nsSel(nil, nsReq("tier", metav1.LabelSelectorOpIn, "a", "b"))},
+	{key: "ne", versions: []string{"v1"}, nsSelector: nsSel(nil, nsReq("tier", metav1.LabelSelectorOpExists))},
+	{key: "nn", versions: []string{"v1"}, nsSelector: nsSel(nil, nsReq("tier", metav1.LabelSelectorOpNotIn, "a"))},
+	{key: "nd", versions: []string{"v1"}, nsSelector: nsSel(nil, nsReq("tier", metav1.LabelSelectorOpDoesNotExist))},
+	{key: "n0", versions: []string{"v1"}, nsSelector: nsSel(nil)},
+	{key: "nm", versions: []string{"v1beta1"}, service: true, nsSelector: nsSel([]string{corev1.LabelMetadataName, webhookNamespace + "-b"},
+		nsReq("tier", metav1.LabelSelectorOpIn, "b", "c"), nsReq("fuzz-webhook", metav1.LabelSelectorOpDoesNotExist))},
 }
 
 // review is the apiVersion of the AdmissionReview kube-apiserver sends:
@@ -321,11 +433,14 @@ func startWebhooks(s *liveServer) (*webhookServer, error) {
 		}
 		return nil
 	}
-	if err := post("/api/v1/namespaces", `{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"`+webhookNamespace+`","labels":{"fuzz-webhook":"on"}}}`); err != nil {
-		return nil, err
-	}
-	if err := post("/api/v1/namespaces/"+webhookNamespace+"/serviceaccounts", `{"apiVersion":"v1","kind":"ServiceAccount","metadata":{"name":"default"}}`); err != nil {
-		return nil, err
+	for _, n := range webhookNamespaces {
+		doc, _ := json.Marshal(map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": n.name, "labels": n.labels}})
+		if err := post("/api/v1/namespaces", string(doc)); err != nil {
+			return nil, err
+		}
+		if err := post("/api/v1/namespaces/"+n.name+"/serviceaccounts", `{"apiVersion":"v1","kind":"ServiceAccount","metadata":{"name":"default"}}`); err != nil {
+			return nil, err
+		}
 	}
 	// The service the variants addressed by service call: an
 	// ExternalName service at the webhook server's address, on its port.
@@ -353,7 +468,7 @@ func startWebhooks(s *liveServer) (*webhookServer, error) {
 			"sideEffects":             "None",
 			"admissionReviewVersions": h.variant.versions,
 			"timeoutSeconds":          1,
-			"namespaceSelector":       map[string]any{"matchLabels": map[string]string{"fuzz-webhook": "on"}},
+			"namespaceSelector":       h.variant.selector(),
 			"objectSelector":          map[string]any{"matchExpressions": []any{map[string]any{"key": hookLabel(h), "operator": "In", "values": []string{h.variant.key}}}},
 		}
 		if h.mutating {
@@ -380,7 +495,7 @@ func startWebhooks(s *liveServer) (*webhookServer, error) {
 	}
 	// The plugins read configurations from a cache: wait until
 	// configmaps labelled for every hook, one per variant, reach each
-	// registration.
+	// registration (in a namespace the variant selects).
 	called := map[string]bool{}
 	for i := 0; ; i++ {
 		v := hookVariants[i%len(hookVariants)]
@@ -388,10 +503,20 @@ func startWebhooks(s *liveServer) (*webhookServer, error) {
 		for _, h := range fuzzHooks {
 			labels[hookLabel(h)] = v.key
 		}
+		ns := ""
+		for _, n := range webhookNamespaces {
+			if ns == "" && v.selectsNamespace(n.name) {
+				ns = n.name
+			}
+		}
 		w.script(nil)
 		doc, _ := json.Marshal(map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": fmt.Sprintf("probe-%d", i), "labels": labels}})
-		if err := post("/api/v1/namespaces/"+webhookNamespace+"/configmaps", string(doc)); err != nil {
-			return nil, err
+		// A probe's webhook call may time out on a loaded machine (a 500
+		// "failed calling webhook"): the call was made, which is all the
+		// probe asks, and the next probes go on.
+		if code, body := s.do(ctx, http.MethodPost, "/api/v1/namespaces/"+ns+"/configmaps", "application/json", doc); code != http.StatusCreated &&
+			!(code == http.StatusInternalServerError && strings.Contains(string(body), "failed calling webhook")) {
+			return nil, fmt.Errorf("POST a probe configmap in %s: %d %s", ns, code, body)
 		}
 		for _, c := range w.script(nil) {
 			called[c.hook.name] = true
@@ -587,8 +712,8 @@ func buildAnswer(in *input, kind string, mutating bool) hookAnswer {
 }
 
 // webhookTemplate is the object an input writes, by kind.
-func webhookTemplate(kind, name string, labels map[string]string, in *input) map[string]any {
-	meta := map[string]any{"name": name, "namespace": webhookNamespace, "labels": labels}
+func webhookTemplate(kind, ns, name string, labels map[string]string, in *input) map[string]any {
+	meta := map[string]any{"name": name, "namespace": ns, "labels": labels}
 	if kind == "ConfigMap" {
 		obj := map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta, "data": map[string]any{"a": "1"}}
 		if in.intn(4) == 0 {
@@ -628,6 +753,17 @@ func FuzzWebhook(f *testing.F) {
 		{0, 0xff, 0}, {0, 1, 0, 0}, {0, 1, 0, 1, 0, 2, 0, 0, 1, 0}, {1, 0x1f, 0, 0, 0, 0, 0, 0, 0, 0},
 		{2, 0x1f}, {3, 3, 1, 1}, {0, 4, 1, 0, 2}, {0, 1, 0, 2, 1, 3, 5, 4, 0},
 		{0, 8, 0, 1, 0, 3, 3}, {1, 1, 0, 2, 1, 0, 1, 1}, {4, 2, 0, 0, 3},
+		// namespaceSelector variants (hookVariants from index 7), the
+		// namespace last: m0 NotIn and v0 In a configmap create in
+		// fuzz-webhook-b (both called), then in fuzz-webhook-c (v0 not);
+		// a pod update in fuzz-webhook with every hook labelled for a
+		// variant, DoesNotExist, empty, Exists, NotIn, matchLabels (the
+		// empty and Exists ones called); a delete in fuzz-webhook-c that
+		// the empty selector's m1 allows and DoesNotExist's v1 denies (403).
+		{0, 1, 0x09, 9, 7, 0, 1, 1, 0, 1, 1, 0, 1, 1, 1, 1, 1, 1},
+		{0, 1, 0x09, 9, 7, 0, 1, 1, 0, 1, 1, 0, 1, 1, 1, 1, 1, 2},
+		{2, 0, 0x1f, 10, 11, 8, 9, 12, 0, 1, 1, 0, 1, 1, 0, 1, 1, 0, 1, 1, 0, 1, 1, 1, 1, 0, 1, 1, 1, 1, 0},
+		{3, 1, 0x12, 11, 10, 0, 1, 1, 0, 1, 1, 0, 0, 4, 1, 1, 1, 1, 1, 1, 1, 2},
 	} {
 		f.Add(seed)
 	}
@@ -639,9 +775,18 @@ func FuzzWebhook(f *testing.F) {
 // webhookInputs counts inputs, naming each input's object apart.
 var webhookInputs int
 
-// webhookInput runs one input of FuzzWebhook and checks its properties;
-// it returns the answer and the webhook calls.
-func webhookInput(t *testing.T, s *liveServer, w *webhookServer, data []byte) (int, []byte, []hookCall) {
+// webhookRun is what one input did: the answer, the webhook calls, the
+// namespace written to and the labels the input gave the object.
+type webhookRun struct {
+	code   int
+	body   []byte
+	calls  []hookCall
+	ns     string
+	labels map[string]string
+}
+
+// webhookInput runs one input of FuzzWebhook and checks its properties.
+func webhookInput(t *testing.T, s *liveServer, w *webhookServer, data []byte) webhookRun {
 	webhookInputs++
 	in := &input{data: data}
 	op := in.intn(5) // 0,1 create, 2 update, 3 delete, 4 dry-run create
@@ -663,15 +808,22 @@ func webhookInput(t *testing.T, s *liveServer, w *webhookServer, data []byte) (i
 		}
 	}
 	name := fmt.Sprintf("w%d-%d", webhookInputs, time.Now().UnixNano()%1e6)
-	obj := webhookTemplate(kind, name, labels, in)
-	return webhookCase(t, s, w, op, kind, name, labels, answers, obj)
+	obj := webhookTemplate(kind, webhookNamespace, name, labels, in)
+	// The namespace is decided last, from what the answers and the
+	// template left, so inputs written before there were several keep
+	// their meaning (the first namespace).
+	ns := webhookNamespaces[in.intn(len(webhookNamespaces))].name
+	obj["metadata"].(map[string]any)["namespace"] = ns
+	code, body, calls := webhookCase(t, s, w, op, kind, name, labels, answers, obj)
+	return webhookRun{code: code, body: body, calls: calls, ns: ns, labels: labels}
 }
 
 // webhookCase writes obj (op as webhookInput's) with the webhooks
 // answering answers, and checks the answer.
 func webhookCase(t *testing.T, s *liveServer, w *webhookServer, op int, kind, name string, labels map[string]string,
 	answers map[string]hookAnswer, obj map[string]any) (int, []byte, []hookCall) {
-	collection := "/api/v1/namespaces/" + webhookNamespace + "/" + strings.ToLower(kind) + "s"
+	ns := obj["metadata"].(map[string]any)["namespace"].(string)
+	collection := "/api/v1/namespaces/" + ns + "/" + strings.ToLower(kind) + "s"
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	doc, _ := json.Marshal(obj)
@@ -709,7 +861,7 @@ func webhookCase(t *testing.T, s *liveServer, w *webhookServer, op int, kind, na
 	if err != nil {
 		t.Fatal(err)
 	}
-	checkWebhookOutcome(t, s, req, kind, labels, calls, code, header, body, rev0, rev1)
+	checkWebhookOutcome(t, s, req, kind, ns, labels, calls, code, header, body, rev0, rev1)
 	for i, c := range calls {
 		v, on := labels[hookLabel(c.hook)]
 		calls[i].byPatch = !on || v != c.hook.variant.key
@@ -849,7 +1001,7 @@ func timedOutOutcome(c hookCall, kind string) *hookOutcome {
 
 // checkWebhookOutcome checks an answer against the calls the webhooks
 // answered.
-func checkWebhookOutcome(t *testing.T, s *liveServer, req fuzzRequest, kind string, labels map[string]string, calls []hookCall,
+func checkWebhookOutcome(t *testing.T, s *liveServer, req fuzzRequest, kind, ns string, labels map[string]string, calls []hookCall,
 	code int, header http.Header, body []byte, rev0, rev1 int64) {
 	t.Helper()
 	ctx := context.Background()
@@ -889,6 +1041,13 @@ func checkWebhookOutcome(t *testing.T, s *liveServer, req fuzzRequest, kind stri
 	// order (one reinvoked at most once), each only if labelled.
 	seen := map[string]int{}
 	for _, c := range calls {
+		if c.review.Request.Namespace != ns {
+			report("webhook %s was sent a request in namespace %q, not %q", c.hook.name, c.review.Request.Namespace, ns)
+		}
+		if !c.hook.variant.selectsNamespace(ns) {
+			report("webhook %s called, but its namespaceSelector %v does not match namespace %s (labels %v)", c.hook.name,
+				c.hook.variant.selector(), ns, nsLabels(ns))
+		}
 		if !selectedBy(c.hook, c.review.Request) {
 			report("webhook %s called, but neither the object it was sent nor the old object has its label %s=%q", c.hook.name, hookLabel(c.hook), c.hook.variant.key)
 		}
@@ -967,7 +1126,8 @@ func checkWebhookOutcome(t *testing.T, s *liveServer, req fuzzRequest, kind stri
 		}
 		for _, h := range fuzzRegs {
 			if !h.mutating && selectedBy(h, c.review.Request) && seen[h.name] == 0 {
-				report("validating webhook %s not called, though its label %s=%q selects the object", h.name, hookLabel(h), h.variant.key)
+				report("validating webhook %s not called, though its label %s=%q selects the object and its namespaceSelector namespace %s",
+					h.name, hookLabel(h), h.variant.key, ns)
 			}
 		}
 		break
@@ -982,6 +1142,30 @@ func checkWebhookOutcome(t *testing.T, s *liveServer, req fuzzRequest, kind stri
 		// In `go test ./fuzz` every target shares the server: a webhook
 		// configuration FuzzHTTP made (its URLs never answer) may match.
 		t.Skipf("a webhook another target registered answered: %s", status.Message)
+	}
+	// Every webhook the request's namespace and object select is called:
+	// the mutating ones at their turn (missedMutating), the validating
+	// ones, when the request was accepted, by the object stored.
+	if h := missedMutating(calls, kind, ns, req.method, labels); h != "" {
+		report("mutating webhook %s not called, though its namespaceSelector matches namespace %s and its label the object at its turn", h, ns)
+	}
+	if code >= 200 && code < 300 && !timingDecides(calls) {
+		obj, old := labelsDoc(labels), []byte(nil)
+		switch req.method {
+		case http.MethodDelete:
+			obj, old = nil, obj
+		case http.MethodPut:
+			old = obj
+		}
+		if made != nil && req.method != http.MethodDelete {
+			obj = made
+		}
+		for _, h := range fuzzRegs {
+			if !h.mutating && h.variant.selectsNamespace(ns) && labelledFor(h, obj, old) && seen[h.name] == 0 {
+				report("validating webhook %s not called on an accepted request, though its namespaceSelector matches namespace %s and its label %s=%q the object",
+					h.name, ns, hookLabel(h), h.variant.key)
+			}
+		}
 	}
 	// A create the webhooks gave a resourceVersion that is an unsigned
 	// number other than 0: kube-apiserver's store refuses it with a 500
@@ -1190,10 +1374,80 @@ func samePod(stored []byte, want *corev1.Pod) string {
 	return string(b)
 }
 
-// selectedBy: the objectSelector of the registration h matches the
+// selectedBy: the registration h matches the request r: its
+// namespaceSelector the request's namespace, and its objectSelector the
 // request's object or its old object (kube-apiserver matches either).
 func selectedBy(h fuzzHook, r *admissionv1.AdmissionRequest) bool {
-	for _, raw := range [][]byte{r.Object.Raw, r.OldObject.Raw} {
+	return h.variant.selectsNamespace(r.Namespace) && labelledFor(h, r.Object.Raw, r.OldObject.Raw)
+}
+
+// labelsDoc is an object's JSON with these labels (all selectedBy reads).
+func labelsDoc(labels map[string]string) []byte {
+	b, _ := json.Marshal(map[string]any{"metadata": map[string]any{"labels": labels}})
+	return b
+}
+
+// timingDecides: some call's answer came near the timeout, so whether it
+// was taken depends on timing.
+func timingDecides(calls []hookCall) bool {
+	for _, c := range calls {
+		if c.answer.delay == 1 {
+			return true
+		}
+	}
+	return false
+}
+
+// missedMutating replays the mutating webhooks' first round as
+// kube-apiserver's dispatcher runs it: each registration in order, called
+// when its namespaceSelector matches the request's namespace ns and its
+// objectSelector the object as the webhooks before it left it (or the old
+// object; a DELETE has only the old one, labelled with the input's
+// labels, as is an update's). It returns the first registration so
+// selected that was not called, "" when none was missed (or the round
+// ended: a refusal, or an answer whose fate depends on timing).
+func missedMutating(calls []hookCall, kind, ns, method string, labels map[string]string) string {
+	var mcalls []hookCall
+	for _, c := range calls {
+		if c.hook.mutating {
+			mcalls = append(mcalls, c)
+		}
+	}
+	cur, old := labelsDoc(labels), []byte(nil)
+	switch method {
+	case http.MethodDelete:
+		cur, old = nil, cur
+	case http.MethodPut:
+		old = cur
+	}
+	next := 0
+	for _, r := range fuzzRegs {
+		if !r.mutating {
+			continue
+		}
+		if next < len(mcalls) && mcalls[next].hook.name == r.name {
+			c := mcalls[next]
+			next++
+			out, obj, _ := webhookOutcome(c, kind)
+			if out != nil || c.answer.delay == 1 {
+				return ""
+			}
+			if method != http.MethodDelete {
+				cur = obj
+			}
+			continue
+		}
+		if r.variant.selectsNamespace(ns) && labelledFor(r, cur, old) {
+			return r.name
+		}
+	}
+	return ""
+}
+
+// labelledFor: the objectSelector of the registration h matches obj or
+// old (JSON; either may be empty or null).
+func labelledFor(h fuzzHook, obj, old []byte) bool {
+	for _, raw := range [][]byte{obj, old} {
 		var m struct {
 			Metadata struct {
 				Labels map[string]string `json:"labels"`
@@ -1249,9 +1503,23 @@ func TestWebhookInputsReachEveryOutcome(t *testing.T) {
 	for range 300 {
 		data := make([]byte, 96)
 		rng.Read(data)
-		code, body, calls := webhookInput(t, s, w, data)
+		run := webhookInput(t, s, w, data)
+		code, body, calls := run.code, run.body, run.calls
 		var st metav1.Status
 		json.Unmarshal(body, &st)
+		// The namespaceSelector variants: called in a namespace they
+		// select, and left out where the input's label selects them but
+		// their namespaceSelector does not.
+		for _, c := range calls {
+			if c.hook.variant.nsSelector != nil {
+				seen["namespaceSelector "+c.hook.variant.key+" called"]++
+			}
+		}
+		for _, h := range fuzzRegs {
+			if v, on := run.labels[hookLabel(h)]; on && v == h.variant.key && !h.variant.selectsNamespace(run.ns) {
+				seen["namespaceSelector excludes "+run.ns]++
+			}
+		}
 		// Each registration variant's calls, and how they ended.
 		for _, c := range calls {
 			if c.byPatch {
@@ -1289,6 +1557,14 @@ func TestWebhookInputsReachEveryOutcome(t *testing.T) {
 	}
 	t.Logf("outcomes: %v", seen)
 	want := []string{"accepted", "failed call", "denied", "patch error", "invalid", "selected by a patch"}
+	for _, v := range hookVariants {
+		if v.nsSelector != nil {
+			want = append(want, "namespaceSelector "+v.key+" called")
+		}
+	}
+	for _, n := range webhookNamespaces {
+		want = append(want, "namespaceSelector excludes "+n.name)
+	}
 	for _, v := range []string{"url v1", "url v1beta1", "service v1", "service v1beta1"} {
 		want = append(want, v+" allowed", v+" failed", v+" denied")
 	}
@@ -1313,7 +1589,7 @@ func TestWebhookAddedContainerGetsTokenMount(t *testing.T) {
 	labels := map[string]string{hookLabel(m1): ""}
 	name := fmt.Sprintf("added-container-%d", time.Now().UnixNano()%1e6)
 	webhookInputs++
-	code, body, _ := webhookCase(t, s, w, 0, "Pod", name, labels, answers, webhookTemplate("Pod", name, labels, &input{}))
+	code, body, _ := webhookCase(t, s, w, 0, "Pod", name, labels, answers, webhookTemplate("Pod", webhookNamespace, name, labels, &input{}))
 	if code != http.StatusCreated {
 		t.Fatalf("creating the pod: %d %s", code, body)
 	}
