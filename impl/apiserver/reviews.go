@@ -11,6 +11,7 @@ import (
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -132,6 +133,56 @@ func validateAttributes(ra *authorizationv1.ResourceAttributes, nra *authorizati
 	return errs
 }
 
+// validateSelectors checks the field and label selectors of an access
+// review's resource attributes as kube-apiserver's authorization
+// validation does, so a malformed question is a 422 rather than a
+// silently broadened one. For each selector: a rawSelector beside
+// requirements is refused, and one of them is required; each field
+// requirement needs a key, In/NotIn need values and Exists/DoesNotExist
+// take none; label requirements are checked the same way plus a
+// qualified-name key and label-syntax values. Unknown operators pass:
+// a newer client may know operators this server does not, and such a
+// requirement is then left out of the question (see fieldRequirements,
+// labelRequirements). The raw selector's syntax is not checked here; one
+// that does not parse is reported in status.evaluationError instead.
+func validateSelectors(ra *authorizationv1.ResourceAttributes) field.ErrorList {
+	if ra == nil {
+		return nil
+	}
+	path := field.NewPath("spec", "resourceAttributes")
+	var errs field.ErrorList
+	if fs := ra.FieldSelector; fs != nil {
+		p := path.Child("fieldSelector")
+		errs = append(errs, rawOrRequirements(fs.RawSelector, len(fs.Requirements), p)...)
+		opts := metav1validation.FieldSelectorValidationOptions{AllowUnknownOperatorInRequirement: true}
+		for i, r := range fs.Requirements {
+			errs = append(errs, metav1validation.ValidateFieldSelectorRequirement(r, opts, p.Child("requirements").Index(i))...)
+		}
+	}
+	if ls := ra.LabelSelector; ls != nil {
+		p := path.Child("labelSelector")
+		errs = append(errs, rawOrRequirements(ls.RawSelector, len(ls.Requirements), p)...)
+		opts := metav1validation.LabelSelectorValidationOptions{AllowUnknownOperatorInRequirement: true}
+		for i, r := range ls.Requirements {
+			errs = append(errs, metav1validation.ValidateLabelSelectorRequirement(r, opts, p.Child("requirements").Index(i))...)
+		}
+	}
+	return errs
+}
+
+// rawOrRequirements: a selector at path gives exactly one of a raw
+// selector and requirements, in kube-apiserver's words (its "may not
+// specified" included).
+func rawOrRequirements(raw string, requirements int, path *field.Path) field.ErrorList {
+	switch {
+	case raw != "" && requirements > 0:
+		return field.ErrorList{field.Invalid(path.Child("rawSelector"), raw, "may not specified at the same time as requirements")}
+	case raw == "" && requirements == 0:
+		return field.ErrorList{field.Required(path.Child("requirements"), fmt.Sprintf("when %s is specified, requirements or rawSelector is required", path))}
+	}
+	return nil
+}
+
 // validateEmptyMeta: reviews have no metadata (managedFields aside).
 func validateEmptyMeta(m metav1.ObjectMeta, allowNamespace bool) field.ErrorList {
 	m.ManagedFields = nil
@@ -216,8 +267,10 @@ func selectorParseNotes(ra *authorizationv1.ResourceAttributes) []string {
 
 func (s *Server) selfSubjectAccessReview(r *http.Request, _ *request.Info, in runtime.Object) (runtime.Object, error) {
 	rev := in.(*authorizationv1.SelfSubjectAccessReview)
-	errs := validateEmptyMeta(rev.ObjectMeta, false)
-	errs = append(errs, validateAttributes(rev.Spec.ResourceAttributes, rev.Spec.NonResourceAttributes, field.NewPath("spec"))...)
+	// Spec causes first, then metadata's, as kube-apiserver lists them.
+	errs := validateAttributes(rev.Spec.ResourceAttributes, rev.Spec.NonResourceAttributes, field.NewPath("spec"))
+	errs = append(errs, validateSelectors(rev.Spec.ResourceAttributes)...)
+	errs = append(errs, validateEmptyMeta(rev.ObjectMeta, false)...)
 	if len(errs) > 0 {
 		return nil, invalid("SelfSubjectAccessReview", errs)
 	}
@@ -242,13 +295,13 @@ func validateSubjectAccessReviewSpec(spec *authorizationv1.SubjectAccessReviewSp
 	if spec.User == "" && len(spec.Groups) == 0 {
 		errs = append(errs, field.Invalid(path.Child("user"), spec.User, "at least one of user or group must be specified"))
 	}
-	return errs
+	return append(errs, validateSelectors(spec.ResourceAttributes)...)
 }
 
 func (s *Server) subjectAccessReview(r *http.Request, _ *request.Info, in runtime.Object) (runtime.Object, error) {
 	rev := in.(*authorizationv1.SubjectAccessReview)
-	errs := validateEmptyMeta(rev.ObjectMeta, false)
-	errs = append(errs, validateSubjectAccessReviewSpec(&rev.Spec, field.NewPath("spec"))...)
+	errs := validateSubjectAccessReviewSpec(&rev.Spec, field.NewPath("spec"))
+	errs = append(errs, validateEmptyMeta(rev.ObjectMeta, false)...)
 	if len(errs) > 0 {
 		return nil, invalid("SubjectAccessReview", errs)
 	}
@@ -259,8 +312,8 @@ func (s *Server) subjectAccessReview(r *http.Request, _ *request.Info, in runtim
 func (s *Server) localSubjectAccessReview(r *http.Request, info *request.Info, in runtime.Object) (runtime.Object, error) {
 	rev := in.(*authorizationv1.LocalSubjectAccessReview)
 	spec := field.NewPath("spec")
-	errs := validateEmptyMeta(rev.ObjectMeta, true)
-	errs = append(errs, validateSubjectAccessReviewSpec(&rev.Spec, spec)...)
+	errs := validateSubjectAccessReviewSpec(&rev.Spec, spec)
+	errs = append(errs, validateEmptyMeta(rev.ObjectMeta, true)...)
 	if rev.Spec.NonResourceAttributes != nil {
 		errs = append(errs, field.Invalid(spec.Child("nonResourceAttributes"), rev.Spec.NonResourceAttributes, "disallowed on this kind of request"))
 	}
