@@ -53,6 +53,7 @@ func newAPIServerCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			completeAuthorizationModes(cmd.Flags(), &authOpts)
 			if err := validateAPIServerOptions(etcdServers, authOpts); err != nil {
 				return err
 			}
@@ -160,6 +161,18 @@ func addServiceFlags(fs *pflag.FlagSet, o *cluster.ServiceOptions) {
 	fs.StringVar(&o.NodePortRange, "service-node-port-range", "30000-32767", "A port range to reserve for services with NodePort visibility, low-high inclusive.")
 	fs.IPVar(&o.AdvertiseAddress, "advertise-address", nil, "The IP address on which to advertise the apiserver to members of the cluster (the kubernetes service's endpoints); empty uses the address it is reached at.")
 	fs.StringVar(&o.EndpointReconcilerType, "endpoint-reconciler-type", "lease", "How the kubernetes service's endpoints follow the API servers: lease (each API server keeps a lease on its address; it is listed while the lease lives) or none.")
+}
+
+// completeAuthorizationModes makes an explicitly empty
+// --authorization-mode AlwaysAllow, as kube-apiserver's option completion
+// does with an empty mode list before validating it (so its "at least one
+// authorization-mode must be passed" is never reached). The flag left out
+// keeps kubeproof's default (cluster.DefaultAuthorizationModes), which
+// AuthOptions' empty list stands for.
+func completeAuthorizationModes(fs *pflag.FlagSet, o *cluster.AuthOptions) {
+	if fs.Changed("authorization-mode") && len(o.AuthorizationModes) == 0 {
+		o.AuthorizationModes = []string{"AlwaysAllow"}
+	}
 }
 
 // addAuthFlags binds kube-apiserver's request-chain flags to o, with the

@@ -90,12 +90,13 @@ func (o AuthOptions) validateAuthentication(ownKey bool) []error {
 // validateAuthorization checks --authorization-mode and the Webhook
 // mode's config file as kube-apiserver: each mode in order (valid; Webhook
 // with its file), then a file without the Webhook mode, then modes given
-// more than once. No modes (the flag given empty, or AuthOptions'
-// zero value) is kubeproof's default (Node,RBAC), not an error; in
-// kube-apiserver it is not an error either, but AlwaysAllow (its options'
-// completion sets that mode when no --authorization-mode and no
-// --authorization-config is given, before validation, so its "at least
-// one authorization-mode must be passed" is never reached). ABAC, valid
+// more than once. No modes (AuthOptions' zero value: the flag left out)
+// is kubeproof's default (Node,RBAC), not an error; in kube-apiserver it
+// is not an error either, but AlwaysAllow (its options' completion sets
+// that mode when no --authorization-mode and no --authorization-config is
+// given, before validation, so its "at least one authorization-mode must
+// be passed" is never reached). `kubeproof apiserver` does the same with
+// an explicitly empty flag (completeAuthorizationModes) before this. ABAC, valid
 // in kube-apiserver, is refused in kubeproof's words.
 func (o AuthOptions) validateAuthorization() []error {
 	modes := o.AuthorizationModes
