@@ -51,7 +51,7 @@ func TestLegacyTokenMetrics(t *testing.T) {
 		}
 	}
 	want("before any token", "0", "0", "0", "0")
-	if body := string(e.do("GET", "/metrics", nil).body); !strings.Contains(body, "# HELP serviceaccount_legacy_auto_token_uses_total Cumulative auto-generated legacy tokens used\n") ||
+	if body := string(e.do("GET", "/metrics", nil).body); !strings.Contains(body, "# HELP serviceaccount_legacy_auto_token_uses_total [ALPHA] Cumulative auto-generated legacy tokens used\n") ||
 		!strings.Contains(body, "# TYPE serviceaccount_invalid_legacy_auto_token_uses_total counter\n") {
 		t.Errorf("/metrics lacks the help or type of the legacy token counters")
 	}

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/kubeproof/kubeproof/impl/apiserver/flowcontrol"
+	"github.com/kubeproof/kubeproof/impl/internal/stability"
 	"github.com/kubeproof/kubeproof/impl/storage"
 )
 
@@ -56,7 +57,8 @@ func newObjectCounts(reg prometheus.Registerer, resources []countedResource, tra
 	}
 	gauge := prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "apiserver_storage_objects",
-		Help: "Objects stored per resource at the last count (-1: the storage could not count them).",
+		// STABLE upstream, and deprecated there since 1.34.0.
+		Help: stability.Stable.DeprecatedHelp("1.34.0", "Objects stored per resource at the last count (-1: the storage could not count them)."),
 	}, []string{"resource"})
 	if err := reg.Register(gauge); err != nil {
 		return nil, err
@@ -65,7 +67,7 @@ func newObjectCounts(reg prometheus.Registerer, resources []countedResource, tra
 	if sizes {
 		o.sizes = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "apiserver_resource_size_estimate_bytes",
-			Help: "Estimated bytes of the stored objects per resource at the last count: their average stored size times their number (-1: the storage failed, or knows no size of its objects).",
+			Help: stability.Alpha.Help("Estimated bytes of the stored objects per resource at the last count: their average stored size times their number (-1: the storage failed, or knows no size of its objects)."),
 		}, []string{"group", "resource"})
 		if err := reg.Register(o.sizes); err != nil {
 			return nil, err

@@ -65,8 +65,8 @@ func TestStaleBoundTokens(t *testing.T) {
 	want("before any token", "0", "0")
 	body := string(e.do("GET", "/metrics", nil).body)
 	for _, help := range []string{
-		"# HELP serviceaccount_stale_tokens_total Cumulative stale projected service account tokens used\n",
-		"# HELP serviceaccount_valid_tokens_total Cumulative valid projected service account tokens used\n",
+		"# HELP serviceaccount_stale_tokens_total [ALPHA] Cumulative stale projected service account tokens used\n",
+		"# HELP serviceaccount_valid_tokens_total [ALPHA] Cumulative valid projected service account tokens used\n",
 		"# TYPE serviceaccount_stale_tokens_total counter\n",
 	} {
 		if !strings.Contains(body, help) {

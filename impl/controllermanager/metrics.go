@@ -5,10 +5,13 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/client-go/util/workqueue"
+
+	"github.com/kubeproof/kubeproof/impl/internal/stability"
 )
 
 // workqueueMetrics exposes client-go work-queue metrics under upstream's
-// names (workqueue_depth, workqueue_adds_total, ...), labelled by queue.
+// names (workqueue_depth, workqueue_adds_total, ...), labelled by queue;
+// all are BETA in component-base's work queue metrics.
 type workqueueMetrics struct {
 	depth                      *prometheus.GaugeVec
 	addsTotal, retriesTotal    *prometheus.CounterVec
@@ -22,21 +25,31 @@ var queueMetricsOnce sync.Once
 // allows only one) and registers its collectors with reg.
 func registerWorkqueueMetrics(reg prometheus.Registerer) {
 	queueMetricsOnce.Do(func() {
-		buckets := prometheus.ExponentialBuckets(10e-9, 10, 12)
-		m := &workqueueMetrics{
-			depth:          prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "workqueue_depth", Help: "Current depth of workqueue"}, []string{"name"}),
-			addsTotal:      prometheus.NewCounterVec(prometheus.CounterOpts{Name: "workqueue_adds_total", Help: "Total number of adds handled by workqueue"}, []string{"name"}),
-			retriesTotal:   prometheus.NewCounterVec(prometheus.CounterOpts{Name: "workqueue_retries_total", Help: "Total number of retries handled by workqueue"}, []string{"name"}),
-			latency:        prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "workqueue_queue_duration_seconds", Help: "How long in seconds an item stays in workqueue before being requested", Buckets: buckets}, []string{"name"}),
-			workDuration:   prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "workqueue_work_duration_seconds", Help: "How long in seconds processing an item from workqueue takes", Buckets: buckets}, []string{"name"}),
-			unfinished:     prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "workqueue_unfinished_work_seconds", Help: "Seconds of work in progress not yet observed by work_duration"}, []string{"name"}),
-			longestRunning: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "workqueue_longest_running_processor_seconds", Help: "Seconds the longest running processor has been running"}, []string{"name"}),
-		}
-		for _, c := range []prometheus.Collector{m.depth, m.addsTotal, m.retriesTotal, m.latency, m.workDuration, m.unfinished, m.longestRunning} {
+		m := newWorkqueueMetrics()
+		for _, c := range m.collectors() {
 			_ = reg.Register(c)
 		}
 		workqueue.SetProvider(m)
 	})
+}
+
+// newWorkqueueMetrics makes the work queue metrics, unregistered.
+func newWorkqueueMetrics() *workqueueMetrics {
+	buckets := prometheus.ExponentialBuckets(10e-9, 10, 12)
+	return &workqueueMetrics{
+		depth:          prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "workqueue_depth", Help: stability.Beta.Help("Current depth of workqueue")}, []string{"name"}),
+		addsTotal:      prometheus.NewCounterVec(prometheus.CounterOpts{Name: "workqueue_adds_total", Help: stability.Beta.Help("Total number of adds handled by workqueue")}, []string{"name"}),
+		retriesTotal:   prometheus.NewCounterVec(prometheus.CounterOpts{Name: "workqueue_retries_total", Help: stability.Beta.Help("Total number of retries handled by workqueue")}, []string{"name"}),
+		latency:        prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "workqueue_queue_duration_seconds", Help: stability.Beta.Help("How long in seconds an item stays in workqueue before being requested"), Buckets: buckets}, []string{"name"}),
+		workDuration:   prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "workqueue_work_duration_seconds", Help: stability.Beta.Help("How long in seconds processing an item from workqueue takes"), Buckets: buckets}, []string{"name"}),
+		unfinished:     prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "workqueue_unfinished_work_seconds", Help: stability.Beta.Help("Seconds of work in progress not yet observed by work_duration")}, []string{"name"}),
+		longestRunning: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "workqueue_longest_running_processor_seconds", Help: stability.Beta.Help("Seconds the longest running processor has been running")}, []string{"name"}),
+	}
+}
+
+// collectors are m's metric vectors.
+func (m *workqueueMetrics) collectors() []prometheus.Collector {
+	return []prometheus.Collector{m.depth, m.addsTotal, m.retriesTotal, m.latency, m.workDuration, m.unfinished, m.longestRunning}
 }
 
 func (m *workqueueMetrics) NewDepthMetric(name string) workqueue.GaugeMetric {

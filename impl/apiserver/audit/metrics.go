@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/kubeproof/kubeproof/impl/internal/stability"
 )
 
 // Plugin names, the plugin label of apiserver_audit_error_total and the
@@ -33,19 +35,19 @@ func NewMetrics() *Metrics {
 	return &Metrics{
 		events: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "apiserver_audit_event_total",
-			Help: "Counter of audit events generated and sent to the audit backend.",
+			Help: stability.Alpha.Help("Counter of audit events generated and sent to the audit backend."),
 		}),
 		levels: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "apiserver_audit_level_total",
-			Help: "Counter of policy levels for audit events (1 per request).",
+			Help: stability.Alpha.Help("Counter of policy levels for audit events (1 per request)."),
 		}, []string{"level"}),
 		errors: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "apiserver_audit_error_total",
-			Help: "Counter of audit events that failed to be audited properly. Plugin identifies the plugin affected by the error.",
+			Help: stability.Alpha.Help("Counter of audit events that failed to be audited properly. Plugin identifies the plugin affected by the error."),
 		}, []string{"plugin"}),
 		rejected: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "apiserver_audit_requests_rejected_total",
-			Help: "Counter of apiserver requests rejected due to an error in audit logging backend.",
+			Help: stability.Alpha.Help("Counter of apiserver requests rejected due to an error in audit logging backend."),
 		}),
 	}
 }

@@ -2,6 +2,8 @@ package auth
 
 import (
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/kubeproof/kubeproof/impl/internal/stability"
 )
 
 // ServiceAccountMetrics are kube-apiserver's counters of legacy
@@ -17,10 +19,11 @@ type ServiceAccountMetrics struct {
 	staleTokens, validTokens                                  prometheus.Counter
 }
 
-// NewServiceAccountMetrics registers the counters on reg.
+// NewServiceAccountMetrics registers the counters on reg. All are ALPHA
+// upstream, which their help texts say as component-base writes it.
 func NewServiceAccountMetrics(reg prometheus.Registerer) (*ServiceAccountMetrics, error) {
 	counter := func(name, help string) prometheus.Counter {
-		return prometheus.NewCounter(prometheus.CounterOpts{Subsystem: "serviceaccount", Name: name, Help: help})
+		return prometheus.NewCounter(prometheus.CounterOpts{Subsystem: "serviceaccount", Name: name, Help: stability.Alpha.Help(help)})
 	}
 	m := &ServiceAccountMetrics{
 		legacyTokens:      counter("legacy_tokens_total", "Cumulative legacy service account tokens used"),

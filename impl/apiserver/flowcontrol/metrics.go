@@ -4,10 +4,14 @@ import (
 	"fmt"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/kubeproof/kubeproof/impl/internal/stability"
 )
 
 // metrics are API Priority and Fairness's Prometheus metrics, with
-// kube-apiserver's names and labels.
+// kube-apiserver's names, labels and stability levels: BETA for the
+// request and seat counts, waits and nominal limits upstream promoted,
+// ALPHA for the rest.
 type metrics struct {
 	executing  *prometheus.GaugeVec
 	seats      *prometheus.GaugeVec
@@ -27,9 +31,9 @@ type metrics struct {
 	fairFrac                               prometheus.Gauge
 }
 
-// levelGauge is a gauge per priority level.
-func levelGauge(name, help string) *prometheus.GaugeVec {
-	return prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: name, Help: help}, []string{"priority_level"})
+// levelGauge is a gauge per priority level, of stability level l.
+func levelGauge(l stability.Level, name, help string) *prometheus.GaugeVec {
+	return prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: name, Help: l.Help(help)}, []string{"priority_level"})
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -37,55 +41,55 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	m := &metrics{
 		executing: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "apiserver_flowcontrol_current_executing_requests",
-			Help: "Requests holding seats now (a watch until its initial events are sent), by priority level and flow schema.",
+			Help: stability.Beta.Help("Requests holding seats now (a watch until its initial events are sent), by priority level and flow schema."),
 		}, labels),
 		seats: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "apiserver_flowcontrol_current_executing_seats",
-			Help: "Seats held now by executing requests, and by finished ones still holding their final seats, by priority level and flow schema.",
+			Help: stability.Beta.Help("Seats held now by executing requests, and by finished ones still holding their final seats, by priority level and flow schema."),
 		}, labels),
 		inQueue: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "apiserver_flowcontrol_current_inqueue_requests",
-			Help: "Requests waiting in a priority level's queues now.",
+			Help: stability.Beta.Help("Requests waiting in a priority level's queues now."),
 		}, labels),
 		rejected: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "apiserver_flowcontrol_rejected_requests_total",
-			Help: "Requests turned away with 429, by reason (queue-full, concurrency-limit, time-out, cancelled).",
+			Help: stability.Beta.Help("Requests turned away with 429, by reason (queue-full, concurrency-limit, time-out, cancelled)."),
 		}, append(labels, "reason")),
 		dispatched: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "apiserver_flowcontrol_dispatched_requests_total",
-			Help: "Requests that got a seat and went on to execute.",
+			Help: stability.Beta.Help("Requests that got a seat and went on to execute."),
 		}, labels),
 		wait: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "apiserver_flowcontrol_request_wait_duration_seconds",
-			Help:    "Seconds from arrival to getting a seat (execute=true) or being turned away (execute=false).",
+			Help:    stability.Beta.Help("Seconds from arrival to getting a seat (execute=true) or being turned away (execute=false)."),
 			Buckets: []float64{0, 0.005, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 15, 30},
 		}, append(labels, "execute")),
 		workSeats: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "apiserver_flowcontrol_work_estimated_seats",
-			Help:    "Seats the work estimate gave each request (the larger of its initial and final seats).",
+			Help:    stability.Alpha.Help("Seats the work estimate gave each request (the larger of its initial and final seats)."),
 			Buckets: []float64{1, 2, 4, 10},
 		}, labels),
 		watchCount: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "apiserver_flowcontrol_watch_count_samples",
-			Help:    "Open watches that a create, update, patch or delete may have to notify, per request.",
+			Help:    stability.Alpha.Help("Open watches that a create, update, patch or delete may have to notify, per request."),
 			Buckets: []float64{0, 1, 10, 100, 1000, 10000},
 		}, labels),
-		nominal: levelGauge("apiserver_flowcontrol_nominal_limit_seats", "Nominal seats of each priority level: its share of the server's total."),
-		lower:   levelGauge("apiserver_flowcontrol_lower_limit_seats", "The least a priority level's current limit may be: nominal less what it lends."),
-		upper:   levelGauge("apiserver_flowcontrol_upper_limit_seats", "The most a priority level's current limit may be: nominal plus what it may borrow."),
-		current: levelGauge("apiserver_flowcontrol_current_limit_seats", "Seats a priority level may use now, as the last borrowing adjustment divided them."),
-		target:  levelGauge("apiserver_flowcontrol_target_seats", "The seats the last borrowing adjustment aimed to give a priority level."),
-		demandHigh: levelGauge("apiserver_flowcontrol_demand_seats_high_watermark",
+		nominal: levelGauge(stability.Beta, "apiserver_flowcontrol_nominal_limit_seats", "Nominal seats of each priority level: its share of the server's total."),
+		lower:   levelGauge(stability.Alpha, "apiserver_flowcontrol_lower_limit_seats", "The least a priority level's current limit may be: nominal less what it lends."),
+		upper:   levelGauge(stability.Alpha, "apiserver_flowcontrol_upper_limit_seats", "The most a priority level's current limit may be: nominal plus what it may borrow."),
+		current: levelGauge(stability.Alpha, "apiserver_flowcontrol_current_limit_seats", "Seats a priority level may use now, as the last borrowing adjustment divided them."),
+		target:  levelGauge(stability.Alpha, "apiserver_flowcontrol_target_seats", "The seats the last borrowing adjustment aimed to give a priority level."),
+		demandHigh: levelGauge(stability.Alpha, "apiserver_flowcontrol_demand_seats_high_watermark",
 			"The most seats (in use and waiting) a priority level demanded in the last adjustment period."),
-		demandAvg: levelGauge("apiserver_flowcontrol_demand_seats_average",
+		demandAvg: levelGauge(stability.Alpha, "apiserver_flowcontrol_demand_seats_average",
 			"The time-weighted average of a priority level's seat demand in the last adjustment period."),
-		demandDev: levelGauge("apiserver_flowcontrol_demand_seats_stdev",
+		demandDev: levelGauge(stability.Alpha, "apiserver_flowcontrol_demand_seats_stdev",
 			"The time-weighted standard deviation of a priority level's seat demand in the last adjustment period."),
-		demandSmoothed: levelGauge("apiserver_flowcontrol_demand_seats_smoothed",
+		demandSmoothed: levelGauge(stability.Alpha, "apiserver_flowcontrol_demand_seats_smoothed",
 			"A priority level's smoothed seat demand envelope (average plus standard deviation)."),
 		fairFrac: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "apiserver_flowcontrol_seat_fair_frac",
-			Help: "The proportion of their targets the last borrowing adjustment gave the priority levels.",
+			Help: stability.Alpha.Help("The proportion of their targets the last borrowing adjustment gave the priority levels."),
 		}),
 	}
 	if reg != nil {
@@ -134,7 +138,7 @@ func (m *metrics) forFlow(level, schema string) *flowMetrics {
 
 // demandDesc describes apiserver_flowcontrol_demand_seats.
 var demandDesc = prometheus.NewDesc("apiserver_flowcontrol_demand_seats",
-	"Observations, at the end of every nanosecond, of the seats each priority level could use (in use and waiting) over its current limit: counts in nanoseconds.",
+	stability.Alpha.Help("Observations, at the end of every nanosecond, of the seats each priority level could use (in use and waiting) over its current limit: counts in nanoseconds."),
 	[]string{"priority_level"}, nil)
 
 // demandCollector serves the levels' demand timing histograms, brought up

@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/kubeproof/kubeproof/impl/apiserver/request"
+	"github.com/kubeproof/kubeproof/impl/internal/stability"
 )
 
 // Metrics are the request metrics of one server.
@@ -53,17 +54,17 @@ func New(reg prometheus.Registerer, served []string) (*Metrics, error) {
 		served: map[string]bool{},
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "apiserver_request_total",
-			Help: "Counter of apiserver requests broken out for each verb, resource, subresource and HTTP response code.",
+			Help: stability.Stable.Help("Counter of apiserver requests broken out for each verb, resource, subresource and HTTP response code."),
 		}, []string{"verb", "resource", "subresource", "code"}),
 		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name: "apiserver_request_duration_seconds",
-			Help: "Response latency distribution in seconds for each verb and resource.",
+			Help: stability.Stable.Help("Response latency distribution in seconds for each verb and resource."),
 			Buckets: []float64{0.005, 0.025, 0.05, 0.1, 0.2, 0.4, 0.6, 0.8, 1.0, 1.25, 1.5, 2, 3,
 				4, 5, 6, 8, 10, 15, 20, 30, 45, 60},
 		}, []string{"verb", "resource"}),
 		longRunning: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "apiserver_longrunning_requests",
-			Help: "Gauge of all active long-running apiserver requests (watches) broken out by verb and resource.",
+			Help: stability.Stable.Help("Gauge of all active long-running apiserver requests (watches) broken out by verb and resource."),
 		}, []string{"verb", "resource"}),
 	}
 	for _, r := range served {

@@ -2,19 +2,21 @@ package nodelifecycle
 
 import (
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/kubeproof/kubeproof/impl/internal/stability"
 )
 
-// Zone metrics under kube-controller-manager's names, read from the
-// controller's state on each scrape.
+// Zone metrics under kube-controller-manager's names and stability levels,
+// read from the controller's state on each scrape.
 var (
 	zoneHealthDesc = prometheus.NewDesc("node_collector_zone_health",
-		"Gauge measuring percentage of healthy nodes per zone.", []string{"zone"}, nil)
+		stability.Alpha.Help("Gauge measuring percentage of healthy nodes per zone."), []string{"zone"}, nil)
 	zoneSizeDesc = prometheus.NewDesc("node_collector_zone_size",
-		"Gauge measuring number of registered Nodes per zones.", []string{"zone"}, nil)
+		stability.Alpha.Help("Gauge measuring number of registered Nodes per zones."), []string{"zone"}, nil)
 	unhealthyNodesDesc = prometheus.NewDesc("node_collector_unhealthy_nodes_in_zone",
-		"Gauge measuring number of not Ready Nodes per zones.", []string{"zone"}, nil)
+		stability.Alpha.Help("Gauge measuring number of not Ready Nodes per zones."), []string{"zone"}, nil)
 	evictionsDesc = prometheus.NewDesc("node_collector_evictions_total",
-		"Number of Node evictions that happened since current instance of NodeController started.", []string{"zone"}, nil)
+		stability.Stable.Help("Number of Node evictions that happened since current instance of NodeController started."), []string{"zone"}, nil)
 )
 
 // zoneStats is one zone's size and not-Ready count at the last pass.

@@ -2,6 +2,8 @@ package podgc
 
 import (
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/kubeproof/kubeproof/impl/internal/stability"
 )
 
 // metrics are kube-controller-manager's pod GC counters, by namespace and
@@ -13,9 +15,9 @@ type metrics struct {
 func newMetrics() *metrics {
 	return &metrics{
 		deleting: prometheus.NewCounterVec(prometheus.CounterOpts{Subsystem: "pod_gc_collector", Name: "force_delete_pods_total",
-			Help: "Number of pods that are being forcefully deleted since the Pod GC Controller started."}, []string{"namespace", "reason"}),
+			Help: stability.Alpha.Help("Number of pods that are being forcefully deleted since the Pod GC Controller started.")}, []string{"namespace", "reason"}),
 		failed: prometheus.NewCounterVec(prometheus.CounterOpts{Subsystem: "pod_gc_collector", Name: "force_delete_pod_errors_total",
-			Help: "Number of errors encountered when forcefully deleting the pods since the Pod GC Controller started."}, []string{"namespace", "reason"}),
+			Help: stability.Alpha.Help("Number of errors encountered when forcefully deleting the pods since the Pod GC Controller started.")}, []string{"namespace", "reason"}),
 	}
 }
 

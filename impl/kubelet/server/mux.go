@@ -53,6 +53,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/kubeproof/kubeproof/impl/internal/stability"
 	"github.com/kubeproof/kubeproof/impl/kubelet/runtime"
 )
 
@@ -116,7 +117,7 @@ func NewMux(opts Options) *Mux {
 	m := &Mux{opts: opts, log: opts.Logger, kubelets: map[string]Kubelet{}, registry: prometheus.NewRegistry()}
 	m.requests = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Subsystem: "kubelet", Name: "http_requests_total",
-		Help: "Number of HTTP requests received by the kubelet API, by method and path (its first segment).",
+		Help: stability.Alpha.Help("Number of HTTP requests received by the kubelet API, by method and path (its first segment)."),
 	}, []string{"method", "path"})
 	m.registry.MustRegister(m.requests, runningPodsCollector{m}, httpFallbacksCollector{m}, certificateCollector{m, time.Now})
 	if opts.Auth != nil {
@@ -256,11 +257,12 @@ func (m *Mux) nodeOf(parts []string) string {
 	return ""
 }
 
-// runningPodsCollector reports kubelet_running_pods per registered node.
+// runningPodsCollector reports kubelet_running_pods (ALPHA upstream, as
+// kubelet_http_requests_total) per registered node.
 type runningPodsCollector struct{ m *Mux }
 
 var runningPodsDesc = prometheus.NewDesc("kubelet_running_pods",
-	"Number of pods the kubelet has admitted and is running, by node (one series per kubelet this server serves).",
+	stability.Alpha.Help("Number of pods the kubelet has admitted and is running, by node (one series per kubelet this server serves)."),
 	[]string{"node"}, nil)
 
 func (c runningPodsCollector) Describe(ch chan<- *prometheus.Desc) { ch <- runningPodsDesc }

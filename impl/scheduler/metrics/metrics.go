@@ -1,5 +1,6 @@
 // Package metrics holds the scheduler's Prometheus metrics, named as
-// kube-scheduler names them. Each Scheduler has its own registry, so that
+// kube-scheduler names them, all STABLE there (their help texts say so as
+// component-base writes it). Each Scheduler has its own registry, so that
 // several schedulers can run in one process.
 package metrics
 
@@ -11,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/kubeproof/kubeproof/impl/internal/stability"
 	fw "github.com/kubeproof/kubeproof/impl/scheduler/framework"
 )
 
@@ -38,25 +40,25 @@ func New() *Metrics {
 	m := &Metrics{Registry: prometheus.NewRegistry()}
 	m.AttemptDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Subsystem: "scheduler", Name: "scheduling_attempt_duration_seconds",
-		Help:    "Scheduling attempt latency in seconds (scheduling algorithm + binding)",
+		Help:    stability.Stable.Help("Scheduling attempt latency in seconds (scheduling algorithm + binding)"),
 		Buckets: prometheus.ExponentialBuckets(0.001, 2, 15),
 	}, []string{"result", "profile"})
 	m.ExtensionPointDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Subsystem: "scheduler", Name: "framework_extension_point_duration_seconds",
-		Help:    "Latency for running all plugins of a specific extension point.",
+		Help:    stability.Stable.Help("Latency for running all plugins of a specific extension point."),
 		Buckets: prometheus.ExponentialBuckets(0.0001, 2, 12),
 	}, []string{"extension_point", "status", "profile"})
 	m.ScheduleAttempts = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Subsystem: "scheduler", Name: "schedule_attempts_total",
-		Help: "Number of attempts to schedule pods, by the result. 'unschedulable' means a pod could not be scheduled, while 'error' means an internal scheduler problem.",
+		Help: stability.Stable.Help("Number of attempts to schedule pods, by the result. 'unschedulable' means a pod could not be scheduled, while 'error' means an internal scheduler problem."),
 	}, []string{"result", "profile"})
 	m.PendingPods = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Subsystem: "scheduler", Name: "pending_pods",
-		Help: "Number of pending pods, by the queue type. 'active' means number of pods in activeQ; 'backoff' means number of pods in backoffQ; 'unschedulable' means number of pods in unschedulablePods; 'gated' is the number of pods with scheduling gates.",
+		Help: stability.Stable.Help("Number of pending pods, by the queue type. 'active' means number of pods in activeQ; 'backoff' means number of pods in backoffQ; 'unschedulable' means number of pods in unschedulablePods; 'gated' is the number of pods with scheduling gates."),
 	}, []string{"queue"})
 	m.PreemptionVictims = prometheus.NewHistogram(prometheus.HistogramOpts{
 		Subsystem: "scheduler", Name: "preemption_victims",
-		Help: "Number of selected preemption victims", Buckets: prometheus.ExponentialBuckets(1, 2, 7),
+		Help: stability.Stable.Help("Number of selected preemption victims"), Buckets: prometheus.ExponentialBuckets(1, 2, 7),
 	})
 	m.Registry.MustRegister(m.AttemptDuration, m.ExtensionPointDuration, m.ScheduleAttempts, m.PendingPods, m.PreemptionVictims,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))

@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/kubeproof/kubeproof/impl/internal/stability"
 )
 
 // Metrics are the etcd request metrics kube-apiserver exports, shared by
@@ -23,13 +25,13 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 	m := &Metrics{
 		RequestDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name: "etcd_request_duration_seconds",
-			Help: "Etcd request latency in seconds for each operation and object type.",
+			Help: stability.Alpha.Help("Etcd request latency in seconds for each operation and object type."),
 			Buckets: []float64{0.005, 0.025, 0.05, 0.1, 0.2, 0.4, 0.6, 0.8, 1.0, 1.25, 1.5, 2, 3,
 				4, 5, 6, 8, 10, 15, 20, 30, 45, 60},
 		}, []string{"operation", "type"}),
 		RequestErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "etcd_request_errors_total",
-			Help: "Etcd failed request counts for each operation and object type.",
+			Help: stability.Alpha.Help("Etcd failed request counts for each operation and object type."),
 		}, []string{"operation", "type"}),
 	}
 	if reg == nil {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/kubeproof/kubeproof/impl/internal/stability"
 	"github.com/kubeproof/kubeproof/impl/storage"
 	"github.com/kubeproof/kubeproof/impl/storage/cacher"
 	"github.com/kubeproof/kubeproof/impl/storage/etcd3"
@@ -55,6 +56,6 @@ func newCacher(store *etcd3.Store, res storage.ResourceConfig, cfg Config, termi
 func registerTerminatedWatchers(reg prometheus.Registerer) (*prometheus.CounterVec, error) {
 	return etcd3.Register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "apiserver_terminated_watchers_total",
-		Help: "Watchers the watch cache closed because they could not keep up with its events, by resource.",
+		Help: stability.Alpha.Help("Watchers the watch cache closed because they could not keep up with its events, by resource."),
 	}, []string{"group", "resource"}))
 }
