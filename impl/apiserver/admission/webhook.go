@@ -223,7 +223,15 @@ type namespaceLabelCache struct {
 //     and, when missing there, from storage; missing there too, the
 //     request fails with that NotFound error (404), as upstream keeps it
 //     "for backwards compatibility".
+//
+// The stored namespace's labels are read once per request; a namespace
+// write's own labels are read at every webhook's turn, since a mutating
+// webhook's patch may have changed them (kube-apiserver's matcher reads
+// them from the object the earlier webhooks patched).
 func (d *webhookDispatcher) namespaceLabels(ctx context.Context, a *Attributes, c *namespaceLabelCache) (labels.Set, bool, error) {
+	if namespaceWrite(a) {
+		return d.readNamespaceLabels(ctx, a)
+	}
 	if !c.loaded {
 		c.loaded = true
 		c.set, c.applies, c.err = d.readNamespaceLabels(ctx, a)
@@ -231,12 +239,18 @@ func (d *webhookDispatcher) namespaceLabels(ctx context.Context, a *Attributes, 
 	return c.set, c.applies, c.err
 }
 
+// namespaceWrite: a is a create or update of a namespaces resource
+// without subresource, matched by its object's own labels.
+func namespaceWrite(a *Attributes) bool {
+	return a.Resource.Resource == nsResource.Resource && a.Subresource == "" && (a.Operation == Create || a.Operation == Update)
+}
+
 func (d *webhookDispatcher) readNamespaceLabels(ctx context.Context, a *Attributes) (labels.Set, bool, error) {
 	isNamespaces := a.Resource.Resource == nsResource.Resource
 	if a.Namespace == "" && !isNamespaces {
 		return nil, false, nil
 	}
-	if isNamespaces && a.Subresource == "" && (a.Operation == Create || a.Operation == Update) {
+	if namespaceWrite(a) {
 		m, err := meta.Accessor(a.Object)
 		if err != nil {
 			return nil, false, apierrors.NewInternalError(fmt.Errorf("reading the labels of the namespace written for webhook selectors: %v", err))

@@ -7,6 +7,7 @@ import (
 
 	admissionv1 "k8s.io/api/admission/v1"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -168,4 +169,60 @@ func TestMutatingWebhookObjectSelectorSeesEarlierPatches(t *testing.T) {
 			t.Errorf("%d webhook calls, want 3 (no reinvocation of web-only: its selector no longer matches)", n)
 		}
 	})
+}
+
+// A Namespace's create or update is matched by the namespace's own labels
+// (kube-apiserver's namespace matcher), and, as for the objectSelector,
+// by the labels as the mutating webhooks before have left them:
+// kube-apiserver's mutating dispatcher hands ShouldCallHook the patched
+// object, and its namespace matcher reads the labels from that object at
+// each webhook's turn. So a webhook whose namespaceSelector matches only
+// a label an earlier webhook added to the namespace is called, and one
+// whose label an earlier webhook removed is not.
+func TestMutatingWebhookNamespaceSelectorSeesEarlierPatches(t *testing.T) {
+	srv := newHookServer(t, func(path string, r *admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse {
+		switch path {
+		case "/label":
+			return patchResponse(`[{"op":"add","path":"/metadata/labels","value":{"tier":"web"}}]`)
+		case "/unlabel":
+			return patchResponse(`[{"op":"remove","path":"/metadata/labels/tier"}]`)
+		}
+		return allow()
+	})
+	web := &metav1.LabelSelector{MatchLabels: map[string]string{"tier": "web"}}
+	// The first webhook's selector is not empty, so its namespace's labels
+	// are read before its patch.
+	anyNamespace := &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "other", Operator: metav1.LabelSelectorOpDoesNotExist}}}
+	namespaces := []admissionregistrationv1.RuleWithOperations{{
+		Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update},
+		Rule:       admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"namespaces"}},
+	}}
+	nsCreate := func(labels map[string]string) *Attributes {
+		ns := &corev1.Namespace{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"}, ObjectMeta: metav1.ObjectMeta{Name: "ns", Labels: labels}}
+		return &Attributes{Operation: Create, Resource: corev1.SchemeGroupVersion.WithResource("namespaces"),
+			Kind: corev1.SchemeGroupVersion.WithKind("Namespace"), Namespace: "ns", Name: "ns", Object: ns}
+	}
+	for _, tt := range []struct {
+		name   string
+		first  string
+		labels map[string]string
+		want   int
+	}{
+		{"label added by an earlier webhook", "/label", nil, 2},
+		{"label removed by an earlier webhook", "/unlabel", map[string]string{"tier": "web"}, 1},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			p := &MutatingWebhook{webhookDispatcher: testDispatcher(mutatingWebhooks(srv.mutating(
+				hookSpec{name: "first.example.com", path: tt.first, nsSelector: anyNamespace, rules: namespaces},
+				hookSpec{name: "web-only.example.com", path: "/allow", nsSelector: web, rules: namespaces},
+			)))}
+			before := len(srv.requests())
+			if err := p.Admit(context.Background(), nsCreate(tt.labels)); err != nil {
+				t.Fatal(err)
+			}
+			if n := len(srv.requests()) - before; n != tt.want {
+				t.Errorf("%d webhook calls, want %d (web-only's namespaceSelector is matched against the namespace as the first webhook left it)", n, tt.want)
+			}
+		})
+	}
 }
