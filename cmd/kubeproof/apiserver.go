@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/pflag"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
+	utilnet "k8s.io/apimachinery/pkg/util/net"
 
 	"github.com/kubeproof/kubeproof/impl/apiserver/admission"
 	"github.com/kubeproof/kubeproof/impl/apiserver/audit"
@@ -54,7 +55,7 @@ func newAPIServerCommand() *cobra.Command {
 				return err
 			}
 			completeAuthorizationModes(cmd.Flags(), &authOpts)
-			if err := validateAPIServerOptions(etcdServers, authOpts); err != nil {
+			if err := validateAPIServerOptions(etcdServers, securePort, services, authOpts); err != nil {
 				return err
 			}
 			serving, clientCA, err := apiserverCredentials(tlsCertFile, tlsKeyFile, clientCAFile, certDir)
@@ -112,18 +113,39 @@ func newAPIServerCommand() *cobra.Command {
 }
 
 // validateAPIServerOptions is kube-apiserver's options validation for
-// the flags kubeproof has: every option group's errors, in its order
-// (etcd, then the request chain's: authentication, authorization, audit,
-// admission), reported together as one aggregate ("[a, b]"; one error as
-// it is). Files are read and certificates generated after it (see
-// cluster.AuthOptions.Validate for where kube-apiserver differs).
-func validateAPIServerOptions(etcdServers []string, auth cluster.AuthOptions) error {
+// the flags kubeproof has. As kube-apiserver, a --service-cluster-ip-range
+// its option completion refuses comes first and alone; then every option
+// group's errors, in its order (etcd, secure serving, the request
+// chain's: authentication, authorization, audit, admission; then the
+// Services ranges and the advertised address's family), are reported
+// together as one aggregate ("[a, b]"; one error as it is); then an
+// unknown --endpoint-reconciler-type, which kube-apiserver finds while
+// building its configuration. Files are read and certificates generated
+// after it (see cluster.AuthOptions.Validate for where kube-apiserver
+// differs).
+func validateAPIServerOptions(etcdServers []string, securePort int, services cluster.ServiceOptions, auth cluster.AuthOptions) error {
+	if err := services.Complete(); err != nil {
+		return err
+	}
 	var errs []error
 	if len(etcdServers) == 0 {
 		errs = append(errs, errors.New("--etcd-servers must be specified"))
 	}
+	errs = append(errs, cluster.ValidateSecurePort(securePort)...)
 	errs = append(errs, auth.Validate()...)
-	return utilerrors.NewAggregate(errs)
+	return finishServiceValidation(errs, services)
+}
+
+// finishServiceValidation appends the Services flags' validation errors
+// to errs (the other groups', in kube-apiserver's order) and returns
+// them as one aggregate; without any, it returns the
+// --endpoint-reconciler-type error, if any.
+func finishServiceValidation(errs []error, services cluster.ServiceOptions) error {
+	errs = append(errs, services.Validate()...)
+	if err := utilerrors.NewAggregate(errs); err != nil {
+		return err
+	}
+	return services.CheckEndpointReconcilerType()
 }
 
 // addEventTTLFlag adds kube-apiserver's --event-ttl.
@@ -158,10 +180,35 @@ func countPollFlag(p time.Duration) time.Duration {
 // addServiceFlags adds kube-apiserver's flags for Services.
 func addServiceFlags(fs *pflag.FlagSet, o *cluster.ServiceOptions) {
 	fs.StringVar(&o.ClusterIPRange, "service-cluster-ip-range", "10.96.0.0/12", "A CIDR notation IP range from which to assign service cluster IPs, or two of different IP families separated by a comma (IPv4,IPv6 or IPv6,IPv4) for dual-stack services; the first range's family is the primary one and its first address the kubernetes service's.")
-	fs.StringVar(&o.NodePortRange, "service-node-port-range", "30000-32767", "A port range to reserve for services with NodePort visibility, low-high inclusive.")
+	o.NodePortRange = "30000-32767"
+	fs.Var(nodePortRangeFlag{&o.NodePortRange}, "service-node-port-range", "A port range to reserve for services with NodePort visibility, low-high inclusive (or a single port, or base+offset).")
 	fs.IPVar(&o.AdvertiseAddress, "advertise-address", nil, "The IP address on which to advertise the apiserver to members of the cluster (the kubernetes service's endpoints); empty uses the address it is reached at.")
 	fs.StringVar(&o.EndpointReconcilerType, "endpoint-reconciler-type", "lease", "How the kubernetes service's endpoints follow the API servers: lease (each API server keeps a lease on its address; it is listed while the lease lives) or none.")
 }
+
+// nodePortRangeFlag is --service-node-port-range's value: parsed as
+// kube-apiserver's flag (its port range type, whose errors become the
+// flag's), kept as "low-high" ("" for an empty value: the default
+// range).
+type nodePortRangeFlag struct{ s *string }
+
+func (f nodePortRangeFlag) String() string {
+	if f.s == nil {
+		return ""
+	}
+	return *f.s
+}
+
+func (f nodePortRangeFlag) Set(v string) error {
+	var pr utilnet.PortRange
+	if err := pr.Set(v); err != nil {
+		return err
+	}
+	*f.s = pr.String()
+	return nil
+}
+
+func (nodePortRangeFlag) Type() string { return "portRange" }
 
 // completeAuthorizationModes makes an explicitly empty
 // --authorization-mode AlwaysAllow, as kube-apiserver's option completion

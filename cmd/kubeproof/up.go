@@ -10,7 +10,6 @@ import (
 
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/api/resource"
-	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 
 	"github.com/kubeproof/kubeproof/impl/cluster"
 	"github.com/kubeproof/kubeproof/impl/kubelet"
@@ -95,10 +94,15 @@ Fail and recover simulated nodes with 'kubeproof node fail|recover NODE' (same -
 				authOpts.DisableAdmissionPlugins = append(authOpts.DisableAdmissionPlugins, "ServiceAccount")
 			}
 			// The API server's flags are validated before anything
-			// starts, every error reported together as kube-apiserver's
-			// (as cluster.Start uses them: with a signing key of its own
-			// when none is given).
-			if err := utilerrors.NewAggregate(authOpts.ValidateForStart()); err != nil {
+			// starts, as kube-apiserver's: a service range its option
+			// completion refuses alone, then every error together (the
+			// request chain's as cluster.Start uses them, with a signing
+			// key of its own when none is given; then the Services
+			// flags').
+			if err := services.Complete(); err != nil {
+				return err
+			}
+			if err := finishServiceValidation(authOpts.ValidateForStart(), services); err != nil {
 				return err
 			}
 			if nodes > 0 {
