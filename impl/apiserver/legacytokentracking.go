@@ -2,40 +2,65 @@ package apiserver
 
 import (
 	"context"
+	"encoding/pem"
 	"fmt"
+	"log/slog"
 	"time"
 
+	"golang.org/x/time/rate"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-
-	"github.com/kubeproof/kubeproof/impl/apiserver/request"
-	"github.com/kubeproof/kubeproof/impl/storage"
+	"k8s.io/apimachinery/pkg/fields"
+	coreinformers "k8s.io/client-go/informers/core/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/utils/clock"
 )
 
-// Legacy token tracking, as kube-apiserver's legacy_token_tracking_controller:
-// the ConfigMap kube-system/kube-apiserver-legacy-service-account-token-tracking
+// Legacy token tracking, as kube-apiserver's legacy token tracking
+// controller: the ConfigMap kube-system/kube-apiserver-legacy-service-account-token-tracking
 // records in data.since the UTC date from which this server labels legacy
 // token secrets with their last-used date, so that the controller
 // manager's legacy-service-account-token-cleaner knows from when an absent
-// label means "unused". The server creates it when missing and rewrites a
-// since it cannot parse; a deleted one is created again at most once per
-// legacyTrackingCreationInterval (upstream's creation rate limit, which
-// keeps API servers of mixed versions from fighting over it).
+// label means "unused".
+//
+// Like upstream's, the controller watches that one ConfigMap (an informer
+// listing kube-system with a metadata.name field selector, resynced every
+// 12 hours) through the server's loopback client, so its writes are API
+// requests of system:apiserver that pass admission. Every event puts the
+// one key on a rate-limited work queue; a sync creates the ConfigMap when
+// the cache has none and rewrites a since that is not a date at once. A
+// creation is allowed once per legacyTrackingCreationInterval (burst one):
+// a deletion soon after this server created it is answered when the
+// interval has passed, which keeps API servers of mixed versions from
+// fighting over it; a failed creation gives its allowance back. Updates
+// are not limited. A failed sync is retried with the queue's back-off.
+// kube-apiserver always runs it, whatever its authenticators, and so does
+// this server whenever it serves configmaps.
 
 const (
 	legacyTrackingConfigMap = "kube-apiserver-legacy-service-account-token-tracking"
 	legacyTrackingSinceKey  = "since"
-	// legacyTrackingCreationInterval is how often the ConfigMap is looked
-	// at and at most re-created.
+	// legacyTrackingCreationInterval is how often the ConfigMap may be
+	// created.
 	legacyTrackingCreationInterval = 30 * time.Minute
+	// legacyTrackingResync is the informer's resync period.
+	legacyTrackingResync = 12 * time.Hour
+	// legacyTrackingQueue names the work queue, as upstream's.
+	legacyTrackingQueue = "legacy_token_tracking_controller"
 )
+
+// legacyTrackingKey is the queue's one key, the ConfigMap's cache key.
+const legacyTrackingKey = metav1.NamespaceSystem + "/" + legacyTrackingConfigMap
 
 var configMapsGVR = corev1.SchemeGroupVersion.WithResource("configmaps")
 
-// legacyTrackingDecision is what to write: a ConfigMap to create (cur is
-// nil), data.since to set on cur (it is not a date), or nothing (nil).
+// legacyTrackingDecision is what to write given the cached ConfigMap: a
+// ConfigMap to create (cur is nil: there is none), cur with data.since set
+// to now's UTC date to update (its since is not a date), or nothing (nil).
 func legacyTrackingDecision(cur *corev1.ConfigMap, now time.Time) *corev1.ConfigMap {
 	today := now.UTC().Format(time.DateOnly)
 	if cur == nil {
@@ -53,85 +78,161 @@ func legacyTrackingDecision(cur *corev1.ConfigMap, now time.Time) *corev1.Config
 	return out
 }
 
-// runLegacyTokenTracking keeps the tracking ConfigMap, at once and then
-// every legacyTrackingCreationInterval, until ctx ends; a failed look is
-// retried after legacyTrackingWait's back-off.
-func (s *Server) runLegacyTokenTracking(ctx context.Context) {
-	failures := 0
-	for {
-		if err := s.syncLegacyTokenTracking(ctx); err != nil && ctx.Err() == nil {
-			failures++
-			s.log.Warn("keeping the legacy service account token tracking ConfigMap", "err", err, "retryIn", legacyTrackingWait(failures))
-		} else {
-			failures = 0
-		}
-		timer := time.NewTimer(legacyTrackingWait(failures))
-		select {
-		case <-ctx.Done():
-			timer.Stop()
-			return
-		case <-timer.C:
-		}
-	}
+// legacyTokenTracking is the controller: an informer on the ConfigMap, a
+// work queue of its key and the creation limiter.
+type legacyTokenTracking struct {
+	client    kubernetes.Interface
+	informer  cache.SharedIndexInformer
+	queue     workqueue.TypedRateLimitingInterface[string]
+	creations *rate.Limiter
+	clock     clock.WithTicker
+	log       *slog.Logger
 }
 
-// Back-off of a failed look, as the per-item back-off of kube-apiserver's
-// controller queue: it starts at legacyTrackingFirstRetry and doubles, up
-// to legacyTrackingMaxRetry.
-const (
-	legacyTrackingFirstRetry = 5 * time.Millisecond
-	legacyTrackingMaxRetry   = 1000 * time.Second
-)
-
-// legacyTrackingWait is how long to wait before the next look after
-// failures failed looks in a row: the interval after a successful one
-// (failures 0), else the back-off. A failed creation does not count
-// against the re-creation limit, as upstream's.
-func legacyTrackingWait(failures int) time.Duration {
-	if failures <= 0 {
-		return legacyTrackingCreationInterval
+// newLegacyTokenTracking wires the controller on client; clk is the
+// queue's and the limiter's clock, creations the creation limiter
+// (newLegacyTrackingLimiter for the real one).
+func newLegacyTokenTracking(client kubernetes.Interface, clk clock.WithTicker, creations *rate.Limiter, log *slog.Logger) *legacyTokenTracking {
+	informer := coreinformers.NewFilteredConfigMapInformer(client, metav1.NamespaceSystem, legacyTrackingResync,
+		cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}, func(o *metav1.ListOptions) {
+			o.FieldSelector = fields.OneTermEqualSelector("metadata.name", legacyTrackingConfigMap).String()
+		})
+	t := &legacyTokenTracking{
+		client:   client,
+		informer: informer,
+		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
+			workqueue.TypedRateLimitingQueueConfig[string]{Name: legacyTrackingQueue, Clock: clk}),
+		creations: creations,
+		clock:     clk,
+		log:       log,
 	}
-	d := legacyTrackingFirstRetry
-	for i := 1; i < failures && d < legacyTrackingMaxRetry; i++ {
-		d *= 2
-	}
-	return min(d, legacyTrackingMaxRetry)
+	enqueue := func() { t.queue.Add(legacyTrackingKey) }
+	_, _ = informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(any) { enqueue() },
+		UpdateFunc: func(any, any) { enqueue() },
+		DeleteFunc: func(any) { enqueue() },
+	})
+	return t
 }
 
-func (s *Server) syncLegacyTokenTracking(ctx context.Context) error {
-	h, ok := s.handlers[configMapsGVR]
-	if !ok {
+// newLegacyTrackingLimiter is the creation limiter: one creation, then
+// one per legacyTrackingCreationInterval.
+func newLegacyTrackingLimiter() *rate.Limiter {
+	return rate.NewLimiter(rate.Every(legacyTrackingCreationInterval), 1)
+}
+
+// run runs the informer and, once it has synced, syncs the ConfigMap on
+// every event and once at the start, until ctx ends.
+func (t *legacyTokenTracking) run(ctx context.Context) {
+	defer t.queue.ShutDown()
+	go t.informer.RunWithContext(ctx)
+	if !cache.WaitForCacheSync(ctx.Done(), t.informer.HasSynced) {
+		return
+	}
+	go func() {
+		for t.next(ctx) {
+		}
+	}()
+	t.queue.Add(legacyTrackingKey)
+	<-ctx.Done()
+}
+
+// next syncs once for a key taken from the queue; false once the queue is
+// shut down.
+func (t *legacyTokenTracking) next(ctx context.Context) bool {
+	key, quit := t.queue.Get()
+	if quit {
+		return false
+	}
+	defer t.queue.Done(key)
+	if err := t.sync(ctx); err != nil {
+		if ctx.Err() == nil {
+			t.log.Warn("keeping the legacy service account token tracking ConfigMap", "err", err)
+		}
+		t.queue.AddRateLimited(key)
+		return true
+	}
+	t.queue.Forget(key)
+	return true
+}
+
+// sync writes what legacyTrackingDecision says of the cached ConfigMap.
+func (t *legacyTokenTracking) sync(ctx context.Context) error {
+	obj, exists, err := t.informer.GetIndexer().GetByKey(legacyTrackingKey)
+	if err != nil {
+		return fmt.Errorf("reading the cached kube-system/%s: %w", legacyTrackingConfigMap, err)
+	}
+	var cur *corev1.ConfigMap
+	if exists {
+		var ok bool
+		if cur, ok = obj.(*corev1.ConfigMap); !ok {
+			return fmt.Errorf("cached kube-system/%s is a %T", legacyTrackingConfigMap, obj)
+		}
+	}
+	now := t.clock.Now()
+	want := legacyTrackingDecision(cur, now)
+	if want == nil {
 		return nil
 	}
-	obj, err := h.GetObject(ctx, metav1.NamespaceSystem, legacyTrackingConfigMap)
-	if apierrors.IsNotFound(err) {
-		info := &request.Info{IsResourceRequest: true, Verb: "create", APIVersion: "v1", Resource: "configmaps", Namespace: metav1.NamespaceSystem}
-		if _, err := h.CreateObject(ctx, info, legacyTrackingDecision(nil, time.Now()), false); err != nil && !apierrors.IsAlreadyExists(err) {
+	configMaps := t.client.CoreV1().ConfigMaps(metav1.NamespaceSystem)
+	if cur == nil {
+		r := t.creations.ReserveN(now, 1)
+		if wait := r.DelayFrom(now); wait > 0 {
+			// Not yet: look again when a creation is allowed, without
+			// holding the allowance meanwhile.
+			r.CancelAt(now)
+			t.queue.AddAfter(legacyTrackingKey, wait)
+			return nil
+		}
+		if _, err := configMaps.Create(ctx, want, metav1.CreateOptions{}); err != nil {
+			if apierrors.IsAlreadyExists(err) {
+				return nil
+			}
+			r.CancelAt(now)
 			return fmt.Errorf("creating kube-system/%s: %w", legacyTrackingConfigMap, err)
 		}
 		return nil
 	}
-	if err != nil {
-		return fmt.Errorf("reading kube-system/%s: %w", legacyTrackingConfigMap, err)
-	}
-	cur, ok := obj.(*corev1.ConfigMap)
-	if !ok || legacyTrackingDecision(cur, time.Now()) == nil {
-		return nil
-	}
-	gr := configMapsGVR.GroupResource()
-	key := s.ObjectKey(gr, metav1.NamespaceSystem, legacyTrackingConfigMap)
-	err = s.stores[gr].store.GuaranteedUpdate(ctx, key, &corev1.ConfigMap{}, false, nil, func(in runtime.Object) (runtime.Object, error) {
-		cm, ok := in.(*corev1.ConfigMap)
-		if !ok {
-			return nil, fmt.Errorf("got %T", in)
+	if _, err := configMaps.Update(ctx, want, metav1.UpdateOptions{}); err != nil {
+		if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
+			// The informer brings the newer state, which is synced again.
+			return nil
 		}
-		if want := legacyTrackingDecision(cm, time.Now()); want != nil {
-			return want, nil
-		}
-		return in, nil
-	})
-	if err != nil && !storage.IsNotFound(err) {
 		return fmt.Errorf("setting the since date of kube-system/%s: %w", legacyTrackingConfigMap, err)
 	}
 	return nil
+}
+
+// runLegacyTokenTracking runs the controller through the loopback client
+// until ctx ends; Run starts it once it listens.
+func (s *Server) runLegacyTokenTracking(ctx context.Context) {
+	cfg, err := s.loopbackRESTConfig()
+	if err == nil {
+		var client *kubernetes.Clientset
+		if client, err = kubernetes.NewForConfig(cfg); err == nil {
+			newLegacyTokenTracking(client, clock.RealClock{}, newLegacyTrackingLimiter(), s.log).run(ctx)
+			return
+		}
+	}
+	s.log.Error("starting the legacy service account token tracking controller", "err", err)
+}
+
+// loopbackRESTConfig is a client configuration calling this server as
+// itself (LoopbackClient at LoopbackAddress), as kube-apiserver's
+// loopback client configuration; an error until Run listens.
+func (s *Server) loopbackRESTConfig() (*rest.Config, error) {
+	addr, err := s.LoopbackAddress()
+	if err != nil {
+		return nil, err
+	}
+	_, token := s.LoopbackClient()
+	return &rest.Config{
+		Host:        "https://" + addr,
+		BearerToken: token,
+		TLSClientConfig: rest.TLSClientConfig{ServerName: LoopbackServerName,
+			CAData: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: s.loopback.cert.Leaf.Raw})},
+		// Not rate limited on the client side, as kube-apiserver's
+		// loopback configuration.
+		QPS: -1,
+	}, nil
 }

@@ -1,11 +1,19 @@
 package apiserver
 
 import (
+	"context"
+	"errors"
+	"log/slog"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes/fake"
+	clienttesting "k8s.io/client-go/testing"
+	clocktesting "k8s.io/utils/clock/testing"
 )
 
 func TestLegacyTrackingDecision(t *testing.T) {
@@ -46,4 +54,100 @@ func boolInt(b bool) int {
 		return 1
 	}
 	return 0
+}
+
+// TestLegacyTokenTrackingSyncLimits: as kube-apiserver's controller, a
+// sync creates the ConfigMap once and then at most once per 30 minutes (a
+// deletion soon after is answered when the interval has passed, through
+// the queue), a failed creation does not use up the allowance, and a
+// malformed since is rewritten whenever seen.
+func TestLegacyTokenTrackingSyncLimits(t *testing.T) {
+	ctx := context.Background()
+	start := time.Date(2026, 11, 26, 10, 0, 0, 0, time.UTC)
+	clk := clocktesting.NewFakeClock(start)
+	client := fake.NewClientset()
+	c := newLegacyTokenTracking(client, clk, newLegacyTrackingLimiter(), slog.New(slog.DiscardHandler))
+	defer c.queue.ShutDown()
+	creates := func() int {
+		n := 0
+		for _, a := range client.Actions() {
+			if a.GetVerb() == "create" && a.GetResource().Resource == "configmaps" {
+				n++
+			}
+		}
+		return n
+	}
+
+	// A refused creation gives its allowance back.
+	refuse := true
+	client.PrependReactor("create", "configmaps", func(clienttesting.Action) (bool, runtime.Object, error) {
+		if refuse {
+			refuse = false
+			return true, nil, apierrors.NewInternalError(errors.New("refused for the test"))
+		}
+		return false, nil, nil
+	})
+	if err := c.sync(ctx); err == nil {
+		t.Fatal("a refused creation synced without error")
+	}
+	if err := c.sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	cm, err := client.CoreV1().ConfigMaps("kube-system").Get(ctx, legacyTrackingConfigMap, metav1.GetOptions{})
+	if err != nil || cm.Data["since"] != "2026-11-26" {
+		t.Fatalf("after the retry: %v %v", cm, err)
+	}
+
+	// Deleted at once: not created again before the interval.
+	if err := client.CoreV1().ConfigMaps("kube-system").Delete(ctx, legacyTrackingConfigMap, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	clk.Step(29 * time.Minute)
+	before := creates()
+	if err := c.sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if creates() != before {
+		t.Fatal("created again within 30 minutes of the last creation")
+	}
+	if c.queue.Len() != 0 {
+		t.Fatalf("queued at once: %d", c.queue.Len())
+	}
+	// The key comes back when a creation is allowed (a minute later).
+	clk.Step(time.Minute)
+	deadline := time.Now().Add(10 * time.Second)
+	for c.queue.Len() == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the key did not come back once a creation was allowed")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if err := c.sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if creates() != before+1 {
+		t.Fatal("not created once the interval had passed")
+	}
+
+	// A malformed since is rewritten, each time, without a limit.
+	for i := range 2 {
+		cm, err := client.CoreV1().ConfigMaps("kube-system").Get(ctx, legacyTrackingConfigMap, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cm.Data["since"] = "garbage"
+		if cm, err = client.CoreV1().ConfigMaps("kube-system").Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.informer.GetIndexer().Add(cm); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.sync(ctx); err != nil {
+			t.Fatal(err)
+		}
+		got, err := client.CoreV1().ConfigMaps("kube-system").Get(ctx, legacyTrackingConfigMap, metav1.GetOptions{})
+		if err != nil || got.Data["since"] != "2026-11-26" {
+			t.Fatalf("rewrite %d: %v %v", i, got, err)
+		}
+	}
 }

@@ -652,9 +652,9 @@ func (s *Server) Run(ctx context.Context) error {
 	if s.objectCounts != nil {
 		bg.Go(func() { s.objectCounts.run(baseCtx) })
 	}
-	if s.saTokens != nil {
-		// Only a server that authenticates service account tokens
-		// records when legacy ones are used.
+	if _, ok := s.handlers[configMapsGVR]; ok {
+		// Whatever the authenticators, as kube-apiserver's post-start
+		// hook.
 		bg.Go(func() { s.runLegacyTokenTracking(baseCtx) })
 	}
 	if s.apf != nil {
