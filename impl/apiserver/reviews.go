@@ -121,16 +121,14 @@ func labelRequirements(in []metav1.LabelSelectorRequirement) labels.Requirements
 }
 
 // validateAttributes: exactly one of resourceAttributes and
-// nonResourceAttributes.
+// nonResourceAttributes. As kube-apiserver 1.37 (whose handwritten check
+// matches its declarative union since then), both or neither is one
+// cause on the spec itself, with nonResourceAttributes as its value.
 func validateAttributes(ra *authorizationv1.ResourceAttributes, nra *authorizationv1.NonResourceAttributes, path *field.Path) field.ErrorList {
-	var errs field.ErrorList
-	switch {
-	case ra != nil && nra != nil:
-		errs = append(errs, field.Invalid(path.Child("nonResourceAttributes"), nra, "cannot be specified in combination with resourceAttributes"))
-	case ra == nil && nra == nil:
-		errs = append(errs, field.Required(path.Child("resourceAttributes"), "exactly one of nonResourceAttributes or resourceAttributes must be specified"))
+	if (ra == nil) == (nra == nil) {
+		return field.ErrorList{field.Invalid(path, nra, "exactly one of nonResourceAttributes or resourceAttributes must be specified")}
 	}
-	return errs
+	return nil
 }
 
 // validateSelectors checks the field and label selectors of an access
@@ -183,16 +181,19 @@ func rawOrRequirements(raw string, requirements int, path *field.Path) field.Err
 	return nil
 }
 
-// validateEmptyMeta: reviews have no metadata (managedFields aside).
+// validateEmptyMeta: reviews have no metadata (managedFields aside; a
+// LocalSubjectAccessReview's namespace when allowNamespace). The cause
+// shows the metadata as sent, as kube-apiserver's.
 func validateEmptyMeta(m metav1.ObjectMeta, allowNamespace bool) field.ErrorList {
-	m.ManagedFields = nil
+	rest, msg := m, "must be empty"
+	rest.ManagedFields = nil
 	if allowNamespace {
-		m.Namespace = ""
+		rest.Namespace, msg = "", "must be empty except for namespace"
 	}
-	if apiequality.Semantic.DeepEqual(metav1.ObjectMeta{}, m) {
+	if apiequality.Semantic.DeepEqual(metav1.ObjectMeta{}, rest) {
 		return nil
 	}
-	return field.ErrorList{field.Invalid(field.NewPath("metadata"), m, "must be empty")}
+	return field.ErrorList{field.Invalid(field.NewPath("metadata"), m, msg)}
 }
 
 func invalid(kind string, errs field.ErrorList) error {
@@ -311,23 +312,25 @@ func (s *Server) subjectAccessReview(r *http.Request, _ *request.Info, in runtim
 
 func (s *Server) localSubjectAccessReview(r *http.Request, info *request.Info, in runtime.Object) (runtime.Object, error) {
 	rev := in.(*authorizationv1.LocalSubjectAccessReview)
-	spec := field.NewPath("spec")
-	errs := validateSubjectAccessReviewSpec(&rev.Spec, spec)
-	errs = append(errs, validateEmptyMeta(rev.ObjectMeta, true)...)
-	if rev.Spec.NonResourceAttributes != nil {
-		errs = append(errs, field.Invalid(spec.Child("nonResourceAttributes"), rev.Spec.NonResourceAttributes, "disallowed on this kind of request"))
-	}
-	if len(errs) > 0 {
-		return nil, invalid("LocalSubjectAccessReview", errs)
-	}
+	// The review takes the request's namespace, as every namespaced
+	// create does before kube-apiserver's REST validates it.
 	if rev.Namespace == "" {
 		rev.Namespace = info.Namespace
 	}
 	if rev.Namespace != info.Namespace {
 		return nil, apierrors.NewBadRequest("the namespace of the provided object does not match the namespace sent on the request")
 	}
-	if rev.Spec.ResourceAttributes.Namespace != info.Namespace {
-		return nil, apierrors.NewBadRequest(fmt.Sprintf("spec.resourceAttributes.namespace must match namespace: %v", info.Namespace))
+	spec := field.NewPath("spec")
+	errs := validateSubjectAccessReviewSpec(&rev.Spec, spec)
+	errs = append(errs, validateEmptyMeta(rev.ObjectMeta, true)...)
+	if ra := rev.Spec.ResourceAttributes; ra != nil && ra.Namespace != rev.Namespace {
+		errs = append(errs, field.Invalid(spec.Child("resourceAttributes", "namespace"), ra.Namespace, "must match metadata.namespace"))
+	}
+	if rev.Spec.NonResourceAttributes != nil {
+		errs = append(errs, field.Invalid(spec.Child("nonResourceAttributes"), rev.Spec.NonResourceAttributes, "disallowed on this kind of request"))
+	}
+	if len(errs) > 0 {
+		return nil, invalid("LocalSubjectAccessReview", errs)
 	}
 	rev.Status = s.decide(r, reviewedUser(&rev.Spec), rev.Spec.ResourceAttributes, nil)
 	return rev, nil

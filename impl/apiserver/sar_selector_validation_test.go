@@ -158,3 +158,71 @@ func TestAccessReviewCauseOrder(t *testing.T) {
 		t.Errorf("message %v, want it to begin %s", err, prefix)
 	}
 }
+
+// TestAccessReviewAttributesUnion: as kube-apiserver 1.37, a review with
+// both resourceAttributes and nonResourceAttributes, or neither, is a 422
+// whose one cause is on spec itself ("exactly one of …", the
+// nonResourceAttributes given as its value).
+func TestAccessReviewAttributesUnion(t *testing.T) {
+	e := newAuthEnv(t)
+	c := ctx(t)
+	ra := &authorizationv1.ResourceAttributes{Verb: "get", Resource: "pods", Namespace: "default"}
+	nra := &authorizationv1.NonResourceAttributes{Path: "/healthz", Verb: "get"}
+	for _, tc := range []struct {
+		name string
+		ra   *authorizationv1.ResourceAttributes
+		nra  *authorizationv1.NonResourceAttributes
+		want string
+	}{
+		{"neither", nil, nil, "Invalid value: null: exactly one of nonResourceAttributes or resourceAttributes must be specified"},
+		{"both", ra, nra, `Invalid value: {"path":"/healthz","verb":"get"}: exactly one of nonResourceAttributes or resourceAttributes must be specified`},
+	} {
+		want := []cause{{metav1.CauseTypeFieldValueInvalid, "spec", tc.want}}
+		_, err := e.cs.AuthorizationV1().SubjectAccessReviews().Create(c, &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+			User: "bob", ResourceAttributes: tc.ra, NonResourceAttributes: tc.nra}}, metav1.CreateOptions{})
+		if got := invalidCauses(t, err); !slices.Equal(got, want) {
+			t.Errorf("%s SubjectAccessReview: causes %q, want %q", tc.name, got, want)
+		}
+		_, err = e.tokenClient(t, "alice-token", "").AuthorizationV1().SelfSubjectAccessReviews().Create(c, &authorizationv1.SelfSubjectAccessReview{
+			Spec: authorizationv1.SelfSubjectAccessReviewSpec{ResourceAttributes: tc.ra, NonResourceAttributes: tc.nra}}, metav1.CreateOptions{})
+		if got := invalidCauses(t, err); !slices.Equal(got, want) {
+			t.Errorf("%s SelfSubjectAccessReview: causes %q, want %q", tc.name, got, want)
+		}
+	}
+}
+
+// TestLocalAccessReviewNamespace: a LocalSubjectAccessReview takes the
+// request's namespace as its metadata.namespace (another is a 400, as
+// for every namespaced create); then, as kube-apiserver's validation, its
+// metadata "must be empty except for namespace" and
+// spec.resourceAttributes.namespace "must match metadata.namespace" (422
+// causes after the spec's), and nonResourceAttributes are "disallowed on
+// this kind of request".
+func TestLocalAccessReviewNamespace(t *testing.T) {
+	e := newAuthEnv(t)
+	c := ctx(t)
+	lsar := func(meta metav1.ObjectMeta, spec authorizationv1.SubjectAccessReviewSpec) error {
+		_, err := e.cs.AuthorizationV1().LocalSubjectAccessReviews("default").Create(c, &authorizationv1.LocalSubjectAccessReview{ObjectMeta: meta, Spec: spec}, metav1.CreateOptions{})
+		return err
+	}
+	err := lsar(metav1.ObjectMeta{Name: "x"}, authorizationv1.SubjectAccessReviewSpec{User: "bob",
+		ResourceAttributes: &authorizationv1.ResourceAttributes{Verb: "get", Resource: "pods", Namespace: "other"}})
+	want := []cause{
+		{metav1.CauseTypeFieldValueInvalid, "metadata", `Invalid value: {"name":"x","namespace":"default"}: must be empty except for namespace`},
+		{metav1.CauseTypeFieldValueInvalid, "spec.resourceAttributes.namespace", `Invalid value: "other": must match metadata.namespace`},
+	}
+	if got := invalidCauses(t, err); !slices.Equal(got, want) {
+		t.Errorf("causes %q, want %q", got, want)
+	}
+	err = lsar(metav1.ObjectMeta{}, authorizationv1.SubjectAccessReviewSpec{User: "bob",
+		NonResourceAttributes: &authorizationv1.NonResourceAttributes{Path: "/healthz", Verb: "get"}})
+	want = []cause{{metav1.CauseTypeFieldValueInvalid, "spec.nonResourceAttributes", `Invalid value: {"path":"/healthz","verb":"get"}: disallowed on this kind of request`}}
+	if got := invalidCauses(t, err); !slices.Equal(got, want) {
+		t.Errorf("non-resource: causes %q, want %q", got, want)
+	}
+	err = lsar(metav1.ObjectMeta{Namespace: "other"}, authorizationv1.SubjectAccessReviewSpec{User: "bob",
+		ResourceAttributes: &authorizationv1.ResourceAttributes{Verb: "get", Resource: "pods", Namespace: "other"}})
+	if !apierrors.IsBadRequest(err) || err.Error() != "the namespace of the provided object does not match the namespace sent on the request" {
+		t.Errorf("metadata.namespace other: %v, want a 400", err)
+	}
+}
