@@ -33,7 +33,7 @@ func newAPIServerCommand() *cobra.Command {
 		etcdServers                   []string
 		etcdPrefix                    string
 		etcdCAFile, etcdCert, etcdKey string
-		bindAddress                   string
+		bindAddress                   net.IP
 		securePort                    int
 		tlsCertFile, tlsKeyFile       string
 		clientCAFile                  string
@@ -76,14 +76,14 @@ func newAPIServerCommand() *cobra.Command {
 				CompactionInterval: compaction, EventTTL: eventTTLFlag(eventTTL), ServingCert: &serving, ClientCA: clientCA,
 				EtcdCountMetricPollPeriod: countPollFlag(countPoll), Auth: authOpts,
 				Services:    services,
-				BindAddress: net.JoinHostPort(bindAddress, strconv.Itoa(securePort)),
+				BindAddress: net.JoinHostPort(bindAddress.String(), strconv.Itoa(securePort)),
 				Metrics:     prometheus.NewRegistry(), Logger: logger,
 			})
 			if err != nil {
 				return err
 			}
 			defer factory.Close()
-			fmt.Fprintf(cmd.OutOrStdout(), "Serving securely on %s\n", net.JoinHostPort(bindAddress, strconv.Itoa(securePort)))
+			fmt.Fprintf(cmd.OutOrStdout(), "Serving securely on %s\n", net.JoinHostPort(bindAddress.String(), strconv.Itoa(securePort)))
 			return srv.Run(cmd.Context())
 		},
 	}
@@ -94,7 +94,7 @@ func newAPIServerCommand() *cobra.Command {
 	fs.StringVar(&etcdCAFile, "etcd-cafile", "", "SSL Certificate Authority file used to secure etcd communication.")
 	fs.StringVar(&etcdCert, "etcd-certfile", "", "SSL certification file used to secure etcd communication.")
 	fs.StringVar(&etcdKey, "etcd-keyfile", "", "SSL key file used to secure etcd communication.")
-	fs.StringVar(&bindAddress, "bind-address", "127.0.0.1", "The IP address on which to listen for the --secure-port port.")
+	fs.IPVar(&bindAddress, "bind-address", net.IPv4(127, 0, 0, 1), "The IP address on which to listen for the --secure-port port (0.0.0.0 or :: for all interfaces).")
 	addServiceFlags(fs, &services)
 	fs.IntVar(&securePort, "secure-port", 6443, "The port on which to serve HTTPS; 0 picks a free one.")
 	fs.StringVar(&tlsCertFile, "tls-cert-file", "", "File containing the default x509 serving certificate (PEM).")

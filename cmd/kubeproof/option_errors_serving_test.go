@@ -184,3 +184,15 @@ func TestUpReportsServiceOptionErrors(t *testing.T) {
 		assertEmptyDir(t, dataDir)
 	}
 }
+
+// TestAPIServerBindAddressFlagError: --bind-address is an IP flag, as
+// kube-apiserver's: a value that is no IP address is refused while the
+// flags are parsed, in the flag type's words, before anything else.
+func TestAPIServerBindAddressFlagError(t *testing.T) {
+	certDir := t.TempDir()
+	err := runCommandErr(t, "apiserver", "--cert-dir", certDir, "--bind-address", "nope", "--secure-port", "70000")
+	if want := `invalid argument "nope" for "--bind-address" flag: failed to parse IP: "nope"`; err == nil || err.Error() != want {
+		t.Fatalf("error\n%v\nwant\n%s", err, want)
+	}
+	assertEmptyDir(t, certDir)
+}
