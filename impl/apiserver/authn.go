@@ -4,16 +4,20 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"net/url"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	"github.com/kubeproof/kubeproof/impl/apiserver/auth"
+	"github.com/kubeproof/kubeproof/impl/apiserver/auth/tokencache"
+	"github.com/kubeproof/kubeproof/impl/apiserver/request"
 )
 
 // Authentication as kube-apiserver builds it: a union tried in order —
@@ -55,8 +59,13 @@ func (l storeLookup) GetSecret(ctx context.Context, namespace, name string) (*co
 	return s, nil
 }
 
-// buildAuthenticator assembles the authentication union.
-func (s *Server) buildAuthenticator() auth.Authenticator {
+// buildAuthenticator assembles the authentication union. The bearer
+// token authenticators stand behind kube-apiserver's token cache
+// (tokencache, with its default TTLs: successes 10 s, refusals not
+// cached), for requests and for TokenReview alike, their metrics
+// registered on reg; the loopback token, as kube-apiserver's, is in
+// front of the cache.
+func (s *Server) buildAuthenticator(reg prometheus.Registerer) (auth.Authenticator, error) {
 	cfg := s.cfg
 	// The loopback token first of all, as kube-apiserver puts its own in
 	// front of its chain; a token it does not know is left to the rest.
@@ -69,12 +78,58 @@ func (s *Server) buildAuthenticator() auth.Authenticator {
 		tokens = append(tokens, &auth.BootstrapTokens{Secrets: storeLookup{s}})
 	}
 	tokens = append(tokens, cfg.LastTokenAuthenticators...)
+	metrics, err := tokencache.NewMetrics(reg)
+	if err != nil {
+		return nil, fmt.Errorf("registering token cache metrics: %w", err)
+	}
+	cacheConfig := tokencache.Config{SuccessTTL: tokencache.DefaultSuccessTTL, FailureTTL: tokencache.DefaultFailureTTL,
+		CacheErrors: true, Metrics: metrics, Logger: cfg.Logger, Now: cfg.TokenCacheNow}
 	if len(tokens) > 0 {
-		union = append(union, auth.BearerToken{Tokens: tokens})
+		c, err := tokencache.New(tokenUnion(tokens), cacheConfig)
+		if err != nil {
+			return nil, err
+		}
+		union = append(union, auth.BearerToken{Tokens: []auth.TokenAuthenticator{cachedTokens{c, s.apiAudiences()}}})
 	}
 	// TokenReview knows the loopback token too.
 	s.bearer = auth.BearerToken{Tokens: append([]auth.TokenAuthenticator{s.loopback}, tokens...)}
-	return append(union, s.plugins.Authenticators...)
+	if s.reviewTokens, err = tokencache.New(s.reviewToken, cacheConfig); err != nil {
+		return nil, err
+	}
+	return append(union, s.plugins.Authenticators...), nil
+}
+
+// tokenUnion asks each token authenticator in turn: the first that
+// accepts the token decides; when none does, the error is their errors
+// joined.
+func tokenUnion(tokens []auth.TokenAuthenticator) tokencache.Fetch {
+	return func(ctx context.Context, token string, _ []string) tokencache.Result {
+		var errs []error
+		for _, t := range tokens {
+			u, ok, err := t.AuthenticateToken(ctx, token)
+			if err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			if ok {
+				return tokencache.Result{User: u, OK: true}
+			}
+		}
+		return tokencache.Result{Err: errors.Join(errs...)}
+	}
+}
+
+// cachedTokens authenticates a request's bearer token through the token
+// cache, for the request's audiences: the API audiences.
+type cachedTokens struct {
+	cache     *tokencache.Cache
+	audiences []string
+}
+
+// AuthenticateToken implements auth.TokenAuthenticator.
+func (c cachedTokens) AuthenticateToken(ctx context.Context, token string) (*request.User, bool, error) {
+	res := c.cache.Authenticate(ctx, token, c.audiences)
+	return res.User, res.OK, res.Err
 }
 
 // legacyTokenTracker writes the last-used label of legacy token secrets

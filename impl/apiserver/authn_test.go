@@ -63,6 +63,14 @@ var saKey = func() *ecdsa.PrivateKey {
 
 func newAuthEnv(t *testing.T) *env {
 	t.Helper()
+	e, _ := newAuthEnvWithClock(t)
+	return e
+}
+
+// newAuthEnvWithClock is newAuthEnv with the clock of its token cache.
+func newAuthEnvWithClock(t *testing.T) (*env, *tokenCacheClock) {
+	t.Helper()
+	clock := &tokenCacheClock{}
 	key := saKey
 	tokens, err := auth.ParseTokenFile(strings.NewReader("alice-token,alice,1001,\"devs\"\n"))
 	if err != nil {
@@ -73,7 +81,8 @@ func newAuthEnv(t *testing.T) *env {
 		c.TokenAuthenticators = []auth.TokenAuthenticator{tokens}
 		c.ServiceAccounts = &apiserver.ServiceAccountConfig{Issuers: []string{issuer}, SigningKey: key}
 		c.BootstrapTokenAuth = true
-	})
+		c.TokenCacheNow = clock.Now
+	}), clock
 }
 
 // tokenClient is a clientset authenticating with a bearer token only.
@@ -140,7 +149,7 @@ func TestAuthenticationUnion(t *testing.T) {
 }
 
 func TestTokenRequestAndBoundTokens(t *testing.T) {
-	e := newAuthEnv(t)
+	e, clock := newAuthEnvWithClock(t)
 	c := ctx(t)
 	core := e.cs.CoreV1()
 	sa, err := core.ServiceAccounts("default").Create(c, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "builder"}}, metav1.CreateOptions{})
@@ -207,6 +216,9 @@ func TestTokenRequestAndBoundTokens(t *testing.T) {
 	if _, err := core.Pods("default").Get(c, "web", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Fatalf("pod still there: %v", err)
 	}
+	// Once the token cache's entry has expired (kube-apiserver keeps an
+	// acceptance 10 s).
+	clock.expire()
 	if _, err := whoami(t, e.tokenClient(t, tr.Status.Token, "")); !apierrors.IsUnauthorized(err) {
 		t.Fatalf("token of a deleted pod: %v, want 401", err)
 	}
@@ -401,7 +413,7 @@ func TestUnauthenticatedGets401Everywhere(t *testing.T) {
 }
 
 func TestLegacyTokenReview(t *testing.T) {
-	e := newAuthEnv(t)
+	e, clock := newAuthEnvWithClock(t)
 	c := ctx(t)
 	sa, err := e.cs.CoreV1().ServiceAccounts("default").Create(c, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "old"}}, metav1.CreateOptions{})
 	if err != nil {
@@ -451,6 +463,7 @@ func TestLegacyTokenReview(t *testing.T) {
 	if err := e.cs.CoreV1().Secrets("default").Delete(c, "old-token", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	clock.expire() // past the token cache's 10 s
 	if _, err := whoami(t, e.tokenClient(t, legacy, "")); !apierrors.IsUnauthorized(err) {
 		t.Fatalf("legacy token after its secret is gone: %v, want 401", err)
 	}

@@ -1,6 +1,7 @@
 package apiserver
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"slices"
@@ -20,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/kubeproof/kubeproof/impl/apiserver/auth"
+	"github.com/kubeproof/kubeproof/impl/apiserver/auth/tokencache"
 	"github.com/kubeproof/kubeproof/impl/apiserver/request"
 )
 
@@ -381,21 +383,39 @@ func (s *Server) selfSubjectReview(r *http.Request, _ *request.Info, in runtime.
 	return rev, nil
 }
 
-// tokenReview authenticates spec.token with the bearer token
-// authenticators for spec.audiences (the API audiences when empty):
-// audience-aware ones (auth.AudienceTokenAuthenticator, such as the
-// TokenReview webhook) are asked for those audiences, as kube-apiserver's
-// TokenReview puts them in its authenticators' context.
+// tokenReview authenticates spec.token for spec.audiences (the API
+// audiences when empty) through the token cache, as kube-apiserver's
+// TokenReview asks its authenticator (the cached one) with those
+// audiences in its context: a token reviewed for the same audiences
+// within the cache's success TTL is not authenticated again.
 func (s *Server) tokenReview(r *http.Request, _ *request.Info, in runtime.Object) (runtime.Object, error) {
 	rev := in.(*authenticationv1.TokenReview)
 	if rev.Spec.Token == "" {
 		return nil, apierrors.NewBadRequest("token is required for TokenReview in authentication")
 	}
-	apiAudiences := s.apiAudiences()
 	want := rev.Spec.Audiences
 	if len(want) == 0 {
-		want = apiAudiences
+		want = s.apiAudiences()
 	}
+	res := s.reviewTokens.Authenticate(r.Context(), rev.Spec.Token, want)
+	switch {
+	case res.OK:
+		rev.Status = authenticationv1.TokenReviewStatus{Authenticated: true, User: userInfo(auth.WithAuthenticatedGroup(res.User)), Audiences: res.Audiences}
+	case res.Err != nil:
+		rev.Status = authenticationv1.TokenReviewStatus{Error: res.Err.Error()}
+	default:
+		rev.Status = authenticationv1.TokenReviewStatus{Error: auth.ErrInvalidBearerToken.Error()}
+	}
+	return rev, nil
+}
+
+// reviewToken authenticates token for want with the bearer token
+// authenticators: audience-aware ones (auth.AudienceTokenAuthenticator,
+// such as the TokenReview webhook) are asked for those audiences, as
+// kube-apiserver's TokenReview puts them in its authenticators' context.
+// A refusal's error is the last authenticator's error.
+func (s *Server) reviewToken(ctx context.Context, token string, want []string) tokencache.Result {
+	apiAudiences := s.apiAudiences()
 	var tokens []auth.TokenAuthenticator
 	agnostic := intersect(want, apiAudiences)
 	for _, t := range s.bearer.Tokens {
@@ -414,41 +434,37 @@ func (s *Server) tokenReview(r *http.Request, _ *request.Info, in runtime.Object
 			tokens = append(tokens, t)
 		}
 	}
-	rev.Status = authenticationv1.TokenReviewStatus{}
+	var lastErr error
 	for _, t := range tokens {
 		var u *request.User
 		var ok bool
 		var err error
 		auds := agnostic
 		if at, aware := t.(auth.AudienceTokenAuthenticator); aware {
-			u, auds, ok, err = at.AuthenticateTokenFor(r.Context(), rev.Spec.Token, want)
+			u, auds, ok, err = at.AuthenticateTokenFor(ctx, token, want)
 		} else {
-			u, ok, err = t.AuthenticateToken(r.Context(), rev.Spec.Token)
+			u, ok, err = t.AuthenticateToken(ctx, token)
 		}
 		if err != nil {
-			rev.Status.Error = err.Error()
+			lastErr = err
 			continue
 		}
 		if !ok {
 			continue
 		}
 		if sa, isSA := t.(*auth.ServiceAccountTokens); isSA {
-			if claimed := sa.TokenAudiences(rev.Spec.Token); len(claimed) > 0 {
+			if claimed := sa.TokenAudiences(token); len(claimed) > 0 {
 				auds = intersect(want, claimed)
 			}
 		}
 		if len(want) > 0 && len(auds) == 0 {
 			// A token without audiences (legacy) is only for this server.
-			rev.Status.Error = fmt.Sprintf("token audiences %q is invalid for the target audiences %q", apiAudiences, want)
+			lastErr = fmt.Errorf("token audiences %q is invalid for the target audiences %q", apiAudiences, want)
 			continue
 		}
-		rev.Status = authenticationv1.TokenReviewStatus{Authenticated: true, User: userInfo(auth.WithAuthenticatedGroup(u)), Audiences: auds}
-		break
+		return tokencache.Result{User: u, Audiences: auds, OK: true}
 	}
-	if !rev.Status.Authenticated && rev.Status.Error == "" {
-		rev.Status.Error = auth.ErrInvalidBearerToken.Error()
-	}
-	return rev, nil
+	return tokencache.Result{Err: lastErr}
 }
 
 // apiAudiences are the audiences this server's tokens are for.

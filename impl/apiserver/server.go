@@ -70,6 +70,7 @@ import (
 	"github.com/kubeproof/kubeproof/impl/apiserver/admission"
 	"github.com/kubeproof/kubeproof/impl/apiserver/audit"
 	"github.com/kubeproof/kubeproof/impl/apiserver/auth"
+	"github.com/kubeproof/kubeproof/impl/apiserver/auth/tokencache"
 	"github.com/kubeproof/kubeproof/impl/apiserver/codec"
 	"github.com/kubeproof/kubeproof/impl/apiserver/discovery"
 	"github.com/kubeproof/kubeproof/impl/apiserver/endpoints"
@@ -225,6 +226,10 @@ type Config struct {
 	GitVersion string
 	// Logger; nil is slog.Default().
 	Logger *slog.Logger
+	// TokenCacheNow is the clock of the bearer token cache's entries
+	// (time.Now when nil): a test moves it on to see a token
+	// authenticated again.
+	TokenCacheNow func() time.Time
 }
 
 // ServiceAccountConfig is kube-apiserver's --service-account-* and
@@ -295,6 +300,8 @@ type Server struct {
 	saTokens *auth.ServiceAccountTokens
 	// bearer is the bearer token authenticator (TokenReview uses it).
 	bearer auth.BearerToken
+	// reviewTokens is the token cache TokenReview asks (authn.go).
+	reviewTokens *tokencache.Cache
 	// authorizer is the one the filter chain asks (reviews use it).
 	authorizer auth.Authorizer
 	// admission is the admission chain the resource handlers run
@@ -487,7 +494,11 @@ func New(cfg Config) (*Server, error) {
 			VerifyKeys: sa.VerifyKeys, APIAudiences: sa.APIAudiences, Objects: storeLookup{s},
 			LegacyTokens: legacyTokenTracker{s}, NoLegacyLookup: sa.NoLegacyLookup, Metrics: saMetrics}
 	}
-	authenticator := s.buildAuthenticator()
+	authenticator, err := s.buildAuthenticator(reg)
+	if err != nil {
+		s.Close()
+		return nil, fmt.Errorf("apiserver: building the authenticator: %w", err)
+	}
 	s.authorizer = authorizer
 
 	s.kubeletProxy = newKubeletProxy(s, cfg.KubeletClientTLS)

@@ -100,3 +100,22 @@ func earlyAnnotationsOf(ctx context.Context) map[string]string {
 	}
 	return maps.Clone(e.set)
 }
+
+// CollectAnnotations returns a context in which AddAnnotation, with no
+// audit event to write to, keeps the annotations in a set of their own,
+// and a function returning that set (nil when empty). The token cache
+// authenticates in such a context, detached from any one request, so that
+// it can add the annotations the authentication made to every request
+// that gets its result (as kube-apiserver's token cache records them in
+// an audit context of its own).
+func CollectAnnotations(ctx context.Context) (context.Context, func() map[string]string) {
+	e := &earlyAnnotations{}
+	return context.WithValue(ctx, earlyKey{}, e), func() map[string]string {
+		e.mu.Lock()
+		defer e.mu.Unlock()
+		if len(e.set) == 0 {
+			return nil
+		}
+		return maps.Clone(e.set)
+	}
+}
