@@ -161,8 +161,13 @@ func (v hookVariant) selectsNamespace(ns string) bool {
 	if ns == "" {
 		return true
 	}
+	return v.selectsLabels(nsLabels(ns))
+}
+
+// selectsLabels: the variant's namespaceSelector matches a namespace
+// with these labels.
+func (v hookVariant) selectsLabels(labels map[string]string) bool {
 	sel := v.selector()
-	labels := nsLabels(ns)
 	for k, want := range sel.MatchLabels {
 		if got, ok := labels[k]; !ok || got != want {
 			return false
@@ -463,7 +468,7 @@ func startWebhooks(s *liveServer) (*webhookServer, error) {
 		hook := map[string]any{
 			"name":                    h.name,
 			"clientConfig":            cc,
-			"rules":                   []any{map[string]any{"operations": []string{"CREATE", "UPDATE", "DELETE"}, "apiGroups": []string{""}, "apiVersions": []string{"v1"}, "resources": []string{"configmaps", "pods"}}},
+			"rules":                   []any{map[string]any{"operations": []string{"CREATE", "UPDATE", "DELETE"}, "apiGroups": []string{""}, "apiVersions": []string{"v1"}, "resources": []string{"configmaps", "pods", "namespaces"}}},
 			"failurePolicy":           policy,
 			"sideEffects":             "None",
 			"admissionReviewVersions": h.variant.versions,
@@ -558,6 +563,9 @@ var webhookPaths = map[string][]string{
 	"ConfigMap": {"/data/a", "/data/b", "/data/k~1x", "/data", "/binaryData/b", "/immutable", "/metadata/labels/l",
 		"/metadata/annotations/a", "/metadata/name", "/metadata/namespace", "/metadata/uid", "/metadata/resourceVersion",
 		"/metadata/finalizers", "/metadata/finalizers/0", "/metadata/ownerReferences", "/kind", "/apiVersion", "/metadata", "/x", "",
+		selectorPaths[0], selectorPaths[1], selectorPaths[0], selectorPaths[1]},
+	"Namespace": {"/metadata/labels/tier", "/metadata/labels/fuzz-webhook", "/metadata/labels/kubernetes.io~1metadata.name", "/metadata/labels",
+		"/metadata/annotations/a", "/spec/finalizers/-", "/status/phase", "/kind", "/metadata/labels/l",
 		selectorPaths[0], selectorPaths[1], selectorPaths[0], selectorPaths[1]},
 	"Pod": {"/spec/containers/0/image", "/spec/containers/0/name", "/spec/containers/-", "/spec/containers/1", "/spec/nodeName",
 		"/spec/restartPolicy", "/spec/containers/0/resources/limits/cpu", "/spec/activeDeadlineSeconds", "/spec/tolerations/-",
@@ -714,6 +722,10 @@ func buildAnswer(in *input, kind string, mutating bool) hookAnswer {
 // webhookTemplate is the object an input writes, by kind.
 func webhookTemplate(kind, ns, name string, labels map[string]string, in *input) map[string]any {
 	meta := map[string]any{"name": name, "namespace": ns, "labels": labels}
+	if kind == "Namespace" {
+		delete(meta, "namespace")
+		return map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": meta}
+	}
 	if kind == "ConfigMap" {
 		obj := map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta, "data": map[string]any{"a": "1"}}
 		if in.intn(4) == 0 {
@@ -764,6 +776,18 @@ func FuzzWebhook(f *testing.F) {
 		{0, 1, 0x09, 9, 7, 0, 1, 1, 0, 1, 1, 0, 1, 1, 1, 1, 1, 2},
 		{2, 0, 0x1f, 10, 11, 8, 9, 12, 0, 1, 1, 0, 1, 1, 0, 1, 1, 0, 1, 1, 0, 1, 1, 1, 1, 0, 1, 1, 1, 1, 0},
 		{3, 1, 0x12, 11, 10, 0, 1, 1, 0, 1, 1, 0, 0, 4, 1, 1, 1, 1, 1, 1, 1, 2},
+		// Namespaces (kind byte 3), matched by their own labels (tier a,
+		// b, none by the last byte): a create with m0 In and v0
+		// DoesNotExist, tier b (m0 called, v0 not), then with no tier
+		// (v0 called, m0 not); a delete (stored labels) of a tier a
+		// namespace with m1 Exists and v1 NotIn (m1 called).
+		{0, 3, 0x09, 7, 10, 0, 1, 1, 0, 1, 1, 0, 1, 1, 1, 1, 1},
+		{0, 3, 0x09, 7, 10, 0, 1, 1, 0, 1, 1, 0, 1, 1, 1, 1, 2},
+		{3, 3, 0x12, 8, 9, 0, 1, 1, 0, 1, 1, 0, 1, 1, 1, 1, 0},
+		// A namespace created without tier: m0 NotIn a is called and adds
+		// tier=a, so m2 In (a, b) is called too, matched against the
+		// patched labels (be8d3c4e).
+		{0, 3, 0x05, 9, 7, 0, 1, 1, 1, 4, 0, 0, 0, 12, 1, 97, 1, 1, 0, 1, 1, 0, 1, 1, 2},
 	} {
 		f.Add(seed)
 	}
@@ -791,8 +815,11 @@ func webhookInput(t *testing.T, s *liveServer, w *webhookServer, data []byte) we
 	in := &input{data: data}
 	op := in.intn(5) // 0,1 create, 2 update, 3 delete, 4 dry-run create
 	kind := "ConfigMap"
-	if in.intn(4) == 0 {
+	switch k := in.byte(); {
+	case k%4 == 0:
 		kind = "Pod"
+	case k%8 == 3:
+		kind = "Namespace"
 	}
 	labels := map[string]string{}
 	mask := in.byte()
@@ -812,8 +839,18 @@ func webhookInput(t *testing.T, s *liveServer, w *webhookServer, data []byte) we
 	// The namespace is decided last, from what the answers and the
 	// template left, so inputs written before there were several keep
 	// their meaning (the first namespace).
-	ns := webhookNamespaces[in.intn(len(webhookNamespaces))].name
-	obj["metadata"].(map[string]any)["namespace"] = ns
+	nsi := in.intn(len(webhookNamespaces))
+	ns := webhookNamespaces[nsi].name
+	if kind == "Namespace" {
+		// The namespace written is its own request namespace; it takes
+		// the labels of one of webhookNamespaces besides the hooks'.
+		ns = name
+		for k, v := range webhookNamespaces[nsi].labels {
+			labels[k] = v
+		}
+	} else {
+		obj["metadata"].(map[string]any)["namespace"] = ns
+	}
 	code, body, calls := webhookCase(t, s, w, op, kind, name, labels, answers, obj)
 	return webhookRun{code: code, body: body, calls: calls, ns: ns, labels: labels}
 }
@@ -822,8 +859,11 @@ func webhookInput(t *testing.T, s *liveServer, w *webhookServer, data []byte) we
 // answering answers, and checks the answer.
 func webhookCase(t *testing.T, s *liveServer, w *webhookServer, op int, kind, name string, labels map[string]string,
 	answers map[string]hookAnswer, obj map[string]any) (int, []byte, []hookCall) {
-	ns := obj["metadata"].(map[string]any)["namespace"].(string)
+	ns, _ := obj["metadata"].(map[string]any)["namespace"].(string)
 	collection := "/api/v1/namespaces/" + ns + "/" + strings.ToLower(kind) + "s"
+	if kind == "Namespace" {
+		ns, collection = name, "/api/v1/namespaces"
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	doc, _ := json.Marshal(obj)
@@ -840,6 +880,12 @@ func webhookCase(t *testing.T, s *liveServer, w *webhookServer, op int, kind, na
 	defer func() {
 		w.script(nil)
 		s.do(ctx, http.MethodDelete, collection+"/"+name+"?gracePeriodSeconds=0", "", nil)
+		if kind == "Namespace" {
+			// No namespace controller runs: empty its finalizers so that
+			// the deleted namespace goes away.
+			fin, _ := json.Marshal(map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": name}, "spec": map[string]any{"finalizers": []string{}}})
+			s.do(ctx, http.MethodPut, collection+"/"+name+"/finalize", "application/json", fin)
+		}
 	}()
 	req := fuzzRequest{method: http.MethodPost, path: collection, query: map[string][]string{}, contentType: "application/json", body: doc}
 	switch op {
@@ -967,8 +1013,11 @@ func webhookOutcome(c hookCall, kind string) (out *hookOutcome, obj []byte, chan
 		return &hookOutcome{code: 500}, nil, false
 	}
 	var before, after runtime.Object = &corev1.ConfigMap{}, &corev1.ConfigMap{}
-	if kind == "Pod" {
+	switch kind {
+	case "Pod":
 		before, after = &corev1.Pod{}, &corev1.Pod{}
+	case "Namespace":
+		before, after = &corev1.Namespace{}, &corev1.Namespace{}
 	}
 	if err := utiljson.Unmarshal(patched, after); err != nil {
 		return &hookOutcome{code: 500}, nil, false
@@ -1044,11 +1093,12 @@ func checkWebhookOutcome(t *testing.T, s *liveServer, req fuzzRequest, kind, ns 
 		if c.review.Request.Namespace != ns {
 			report("webhook %s was sent a request in namespace %q, not %q", c.hook.name, c.review.Request.Namespace, ns)
 		}
-		if !c.hook.variant.selectsNamespace(ns) {
+		nsl := namespaceLabelsOf(kind, ns, req.method, c.review.Request.Object.Raw, labels)
+		if !c.hook.variant.selectsLabels(nsl) {
 			report("webhook %s called, but its namespaceSelector %v does not match namespace %s (labels %v)", c.hook.name,
-				c.hook.variant.selector(), ns, nsLabels(ns))
+				c.hook.variant.selector(), ns, nsl)
 		}
-		if !selectedBy(c.hook, c.review.Request) {
+		if !selectedBy(c.hook, c.review.Request, nsl) {
 			report("webhook %s called, but neither the object it was sent nor the old object has its label %s=%q", c.hook.name, hookLabel(c.hook), c.hook.variant.key)
 		}
 		if c.review.APIVersion != c.hook.variant.review() {
@@ -1099,6 +1149,9 @@ func checkWebhookOutcome(t *testing.T, s *liveServer, req fuzzRequest, kind, ns 
 		if final != nil && kind == "ConfigMap" && !sameConfigMap(c.review.Request.Object.Raw, final) && req.method != http.MethodDelete {
 			report("validating webhook %s got %s, not the mutating webhooks' result %s", c.hook.name, c.review.Request.Object.Raw, final)
 		}
+		if final != nil && kind == "Namespace" && !sameNamespaceMeta(c.review.Request.Object.Raw, final) && req.method != http.MethodDelete {
+			report("validating webhook %s got %s, not the mutating webhooks' result %s", c.hook.name, c.review.Request.Object.Raw, final)
+		}
 		if made != nil && kind == "Pod" && req.method != http.MethodDelete {
 			// The pod as it is to be stored (podAfterWebhooks).
 			want, err := podAfterWebhooks(s, made, c.review.Request.OldObject.Raw, mutated)
@@ -1125,7 +1178,7 @@ func checkWebhookOutcome(t *testing.T, s *liveServer, req fuzzRequest, kind, ns 
 			continue
 		}
 		for _, h := range fuzzRegs {
-			if !h.mutating && selectedBy(h, c.review.Request) && seen[h.name] == 0 {
+			if !h.mutating && selectedBy(h, c.review.Request, namespaceLabelsOf(kind, ns, req.method, c.review.Request.Object.Raw, labels)) && seen[h.name] == 0 {
 				report("validating webhook %s not called, though its label %s=%q selects the object and its namespaceSelector namespace %s",
 					h.name, hookLabel(h), h.variant.key, ns)
 			}
@@ -1161,7 +1214,7 @@ func checkWebhookOutcome(t *testing.T, s *liveServer, req fuzzRequest, kind, ns 
 			obj = made
 		}
 		for _, h := range fuzzRegs {
-			if !h.mutating && h.variant.selectsNamespace(ns) && labelledFor(h, obj, old) && seen[h.name] == 0 {
+			if !h.mutating && h.variant.selectsLabels(namespaceLabelsOf(kind, ns, req.method, obj, labels)) && labelledFor(h, obj, old) && seen[h.name] == 0 {
 				report("validating webhook %s not called on an accepted request, though its namespaceSelector matches namespace %s and its label %s=%q the object",
 					h.name, ns, hookLabel(h), h.variant.key)
 			}
@@ -1222,6 +1275,12 @@ func checkWebhookOutcome(t *testing.T, s *liveServer, req fuzzRequest, kind, ns 
 		if p, ok := o.obj.(*corev1.Pod); ok && kind == "Pod" {
 			got, _ = json.Marshal(p)
 		}
+		if n, ok := o.obj.(*corev1.Namespace); ok && kind == "Namespace" {
+			got, _ = json.Marshal(n)
+		}
+	}
+	if kind == "Namespace" && got != nil && !sameNamespaceMeta(got, final) {
+		report("stored namespace %s\nbut the webhooks made %s", got, final)
 	}
 	if got == nil {
 		report("accepted, but no %s was written", kind)
@@ -1377,8 +1436,39 @@ func samePod(stored []byte, want *corev1.Pod) string {
 // selectedBy: the registration h matches the request r: its
 // namespaceSelector the request's namespace, and its objectSelector the
 // request's object or its old object (kube-apiserver matches either).
-func selectedBy(h fuzzHook, r *admissionv1.AdmissionRequest) bool {
-	return h.variant.selectsNamespace(r.Namespace) && labelledFor(h, r.Object.Raw, r.OldObject.Raw)
+func selectedBy(h fuzzHook, r *admissionv1.AdmissionRequest, nsLabels map[string]string) bool {
+	return h.variant.selectsLabels(nsLabels) && labelledFor(h, r.Object.Raw, r.OldObject.Raw)
+}
+
+// namespaceLabelsOf are the labels kube-apiserver's namespace matcher
+// matches a request's namespaceSelector against: for a Namespace's create
+// or update its own labels as the webhook is sent them (obj, as the
+// earlier webhooks patched it), with kubernetes.io/metadata.name, which
+// defaulting sets to the name after every patch; for a Namespace's delete
+// the stored namespace's (created with labels); for an object in a
+// namespace, that namespace's (nsLabels).
+func namespaceLabelsOf(kind, ns, method string, obj []byte, labels map[string]string) map[string]string {
+	if kind != "Namespace" {
+		return nsLabels(ns)
+	}
+	out := map[string]string{}
+	if method == http.MethodDelete {
+		for k, v := range labels {
+			out[k] = v
+		}
+	} else {
+		var m struct {
+			Metadata struct {
+				Labels map[string]string `json:"labels"`
+			} `json:"metadata"`
+		}
+		json.Unmarshal(obj, &m)
+		for k, v := range m.Metadata.Labels {
+			out[k] = v
+		}
+	}
+	out[corev1.LabelMetadataName] = ns
+	return out
 }
 
 // labelsDoc is an object's JSON with these labels (all selectedBy reads).
@@ -1437,7 +1527,7 @@ func missedMutating(calls []hookCall, kind, ns, method string, labels map[string
 			}
 			continue
 		}
-		if r.variant.selectsNamespace(ns) && labelledFor(r, cur, old) {
+		if r.variant.selectsLabels(namespaceLabelsOf(kind, ns, method, cur, labels)) && labelledFor(r, cur, old) {
 			return r.name
 		}
 	}
@@ -1473,6 +1563,27 @@ func foreignWebhook(msg string) bool {
 		}
 	}
 	return true
+}
+
+// sameNamespaceMeta compares two namespaces' JSON by name, labels and
+// annotations (the spec's finalizers and the status are the server's on
+// create and the stored ones on update), kubernetes.io/metadata.name being
+// the name on both (defaulting sets it after every patch).
+func sameNamespaceMeta(a, b []byte) bool {
+	var x, y corev1.Namespace
+	if utiljson.Unmarshal(a, &x) != nil || utiljson.Unmarshal(b, &y) != nil {
+		return bytes.Equal(a, b)
+	}
+	for _, n := range []*corev1.Namespace{&x, &y} {
+		if n.Labels == nil {
+			n.Labels = map[string]string{}
+		}
+		n.Labels[corev1.LabelMetadataName] = n.Name
+		if len(n.Annotations) == 0 {
+			n.Annotations = nil
+		}
+	}
+	return x.Name == y.Name && apiequality.Semantic.DeepEqual(x.Labels, y.Labels) && apiequality.Semantic.DeepEqual(x.Annotations, y.Annotations)
 }
 
 // sameConfigMap compares two configmaps' JSON, ignoring what the server
@@ -1516,8 +1627,21 @@ func TestWebhookInputsReachEveryOutcome(t *testing.T) {
 			}
 		}
 		for _, h := range fuzzRegs {
-			if v, on := run.labels[hookLabel(h)]; on && v == h.variant.key && !h.variant.selectsNamespace(run.ns) {
+			if v, on := run.labels[hookLabel(h)]; on && v == h.variant.key && nsLabels(run.ns) != nil && !h.variant.selectsNamespace(run.ns) {
 				seen["namespaceSelector excludes "+run.ns]++
+			}
+		}
+		// Namespaces written: webhooks called for them, and left out by
+		// their namespaceSelector on the namespace's own labels.
+		if nsLabels(run.ns) == nil {
+			if len(calls) > 0 {
+				seen["Namespace write called webhooks"]++
+			}
+			own := namespaceLabelsOf("Namespace", run.ns, http.MethodPost, labelsDoc(run.labels), nil)
+			for _, h := range fuzzRegs {
+				if v, on := run.labels[hookLabel(h)]; on && v == h.variant.key && !h.variant.selectsLabels(own) {
+					seen["namespaceSelector excludes a Namespace by its labels"]++
+				}
 			}
 		}
 		// Each registration variant's calls, and how they ended.
@@ -1565,6 +1689,7 @@ func TestWebhookInputsReachEveryOutcome(t *testing.T) {
 	for _, n := range webhookNamespaces {
 		want = append(want, "namespaceSelector excludes "+n.name)
 	}
+	want = append(want, "Namespace write called webhooks", "namespaceSelector excludes a Namespace by its labels")
 	for _, v := range []string{"url v1", "url v1beta1", "service v1", "service v1beta1"} {
 		want = append(want, v+" allowed", v+" failed", v+" denied")
 	}
