@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -62,9 +61,10 @@ func (l storeLookup) GetSecret(ctx context.Context, namespace, name string) (*co
 // buildAuthenticator assembles the authentication union. The bearer
 // token authenticators stand behind kube-apiserver's token cache
 // (tokencache, with its default TTLs: successes 10 s, refusals not
-// cached), for requests and for TokenReview alike, their metrics
-// registered on reg; the loopback token, as kube-apiserver's, is in
-// front of the cache.
+// cached), one cache for requests and TokenReview alike (reviewToken
+// authenticates for it; a request's audiences are the API audiences), its
+// metrics registered on reg. The loopback token, as kube-apiserver's, is
+// checked before the cache on requests.
 func (s *Server) buildAuthenticator(reg prometheus.Registerer) (auth.Authenticator, error) {
 	cfg := s.cfg
 	// The loopback token first of all, as kube-apiserver puts its own in
@@ -78,45 +78,22 @@ func (s *Server) buildAuthenticator(reg prometheus.Registerer) (auth.Authenticat
 		tokens = append(tokens, &auth.BootstrapTokens{Secrets: storeLookup{s}})
 	}
 	tokens = append(tokens, cfg.LastTokenAuthenticators...)
+	// TokenReview knows the loopback token too.
+	s.bearer = auth.BearerToken{Tokens: append([]auth.TokenAuthenticator{s.loopback}, tokens...)}
 	metrics, err := tokencache.NewMetrics(reg)
 	if err != nil {
 		return nil, fmt.Errorf("registering token cache metrics: %w", err)
 	}
-	cacheConfig := tokencache.Config{SuccessTTL: tokencache.DefaultSuccessTTL, FailureTTL: tokencache.DefaultFailureTTL,
-		CacheErrors: true, Metrics: metrics, Logger: cfg.Logger, Now: cfg.TokenCacheNow}
-	if len(tokens) > 0 {
-		c, err := tokencache.New(tokenUnion(tokens), cacheConfig)
-		if err != nil {
-			return nil, err
-		}
-		union = append(union, auth.BearerToken{Tokens: []auth.TokenAuthenticator{cachedTokens{c, s.apiAudiences()}}})
-	}
-	// TokenReview knows the loopback token too.
-	s.bearer = auth.BearerToken{Tokens: append([]auth.TokenAuthenticator{s.loopback}, tokens...)}
-	if s.reviewTokens, err = tokencache.New(s.reviewToken, cacheConfig); err != nil {
+	s.reviewTokens, err = tokencache.New(s.reviewToken, tokencache.Config{
+		SuccessTTL: tokencache.DefaultSuccessTTL, FailureTTL: tokencache.DefaultFailureTTL,
+		CacheErrors: true, Metrics: metrics, Logger: cfg.Logger, Now: cfg.TokenCacheNow})
+	if err != nil {
 		return nil, err
 	}
-	return append(union, s.plugins.Authenticators...), nil
-}
-
-// tokenUnion asks each token authenticator in turn: the first that
-// accepts the token decides; when none does, the error is their errors
-// joined.
-func tokenUnion(tokens []auth.TokenAuthenticator) tokencache.Fetch {
-	return func(ctx context.Context, token string, _ []string) tokencache.Result {
-		var errs []error
-		for _, t := range tokens {
-			u, ok, err := t.AuthenticateToken(ctx, token)
-			if err != nil {
-				errs = append(errs, err)
-				continue
-			}
-			if ok {
-				return tokencache.Result{User: u, OK: true}
-			}
-		}
-		return tokencache.Result{Err: errors.Join(errs...)}
+	if len(tokens) > 0 {
+		union = append(union, auth.BearerToken{Tokens: []auth.TokenAuthenticator{cachedTokens{s.reviewTokens, s.apiAudiences()}}})
 	}
+	return append(union, s.plugins.Authenticators...), nil
 }
 
 // cachedTokens authenticates a request's bearer token through the token

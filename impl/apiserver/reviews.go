@@ -410,7 +410,8 @@ func (s *Server) tokenReview(r *http.Request, _ *request.Info, in runtime.Object
 }
 
 // reviewToken authenticates token for want with the bearer token
-// authenticators: audience-aware ones (auth.AudienceTokenAuthenticator,
+// authenticators, for the token cache (requests ask it for the API
+// audiences, TokenReview for its spec.audiences): audience-aware ones (auth.AudienceTokenAuthenticator,
 // such as the TokenReview webhook) are asked for those audiences, as
 // kube-apiserver's TokenReview puts them in its authenticators' context.
 // A refusal's error is the last authenticator's error.

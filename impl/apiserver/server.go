@@ -300,7 +300,8 @@ type Server struct {
 	saTokens *auth.ServiceAccountTokens
 	// bearer is the bearer token authenticator (TokenReview uses it).
 	bearer auth.BearerToken
-	// reviewTokens is the token cache TokenReview asks (authn.go).
+	// reviewTokens is the token cache in front of the bearer token
+	// authenticators, for requests and TokenReview (authn.go).
 	reviewTokens *tokencache.Cache
 	// authorizer is the one the filter chain asks (reviews use it).
 	authorizer auth.Authorizer
