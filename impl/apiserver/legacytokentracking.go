@@ -49,8 +49,6 @@ const (
 	legacyTrackingCreationInterval = 30 * time.Minute
 	// legacyTrackingResync is the informer's resync period.
 	legacyTrackingResync = 12 * time.Hour
-	// legacyTrackingQueue names the work queue, as upstream's.
-	legacyTrackingQueue = "legacy_token_tracking_controller"
 )
 
 // legacyTrackingKey is the queue's one key, the ConfigMap's cache key.
@@ -100,8 +98,12 @@ func newLegacyTokenTracking(client kubernetes.Interface, clk clock.WithTicker, c
 	t := &legacyTokenTracking{
 		client:   client,
 		informer: informer,
+		// Unnamed, unlike upstream's legacy_token_tracking_controller:
+		// this server serves no work queue metrics, and a named queue
+		// would report to client-go's process-wide provider, which the
+		// controller manager sets in a `kubeproof up` process.
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
-			workqueue.TypedRateLimitingQueueConfig[string]{Name: legacyTrackingQueue, Clock: clk}),
+			workqueue.TypedRateLimitingQueueConfig[string]{Clock: clk}),
 		creations: creations,
 		clock:     clk,
 		log:       log,
