@@ -314,14 +314,8 @@ func (s *Server) subjectAccessReview(r *http.Request, _ *request.Info, in runtim
 
 func (s *Server) localSubjectAccessReview(r *http.Request, info *request.Info, in runtime.Object) (runtime.Object, error) {
 	rev := in.(*authorizationv1.LocalSubjectAccessReview)
-	// The review takes the request's namespace, as every namespaced
-	// create does before kube-apiserver's REST validates it.
-	if rev.Namespace == "" {
-		rev.Namespace = info.Namespace
-	}
-	if rev.Namespace != info.Namespace {
-		return nil, apierrors.NewBadRequest("the namespace of the provided object does not match the namespace sent on the request")
-	}
+	// serveVirtual gave the review the request's namespace
+	// (matchRequestNamespace).
 	spec := field.NewPath("spec")
 	errs := validateSubjectAccessReviewSpec(&rev.Spec, spec)
 	errs = append(errs, validateEmptyMeta(rev.ObjectMeta, true)...)

@@ -90,6 +90,10 @@ func (s *Server) serveVirtual(w http.ResponseWriter, r *http.Request, gv schema.
 			endpoints.WriteError(w, r, s.codecs, err, gr, "")
 			return true
 		}
+		if err := matchRequestNamespace(in, v.namespaced, info.Namespace); err != nil {
+			endpoints.WriteError(w, r, s.codecs, err, gr, "")
+			return true
+		}
 		out, err := v.serve(s, r, info, in)
 		if err != nil {
 			endpoints.WriteError(w, r, s.codecs, err, gr, "")
@@ -98,6 +102,27 @@ func (s *Server) serveVirtual(w http.ResponseWriter, r *http.Request, gv schema.
 		s.writeObject(w, r, http.StatusCreated, out, v.gvr.GroupVersion())
 	}
 	return true
+}
+
+// matchRequestNamespace gives obj the request's namespace as
+// kube-apiserver's create handler does before its REST sees the object:
+// a cluster-scoped object's namespace is cleared, a namespaced object
+// without one takes the request's, and one naming another namespace is a
+// 400.
+func matchRequestNamespace(obj runtime.Object, namespaced bool, ns string) error {
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return nil
+	}
+	switch {
+	case !namespaced:
+		m.SetNamespace("")
+	case m.GetNamespace() == "":
+		m.SetNamespace(ns)
+	case m.GetNamespace() != ns:
+		return apierrors.NewBadRequest("the namespace of the provided object does not match the namespace sent on the request")
+	}
+	return nil
 }
 
 // readObject decodes the request body into into (kind want); errors are
