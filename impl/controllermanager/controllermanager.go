@@ -671,11 +671,12 @@ func runControllers(ctx context.Context, root Clients, cfg Config, reg prometheu
 		if err != nil {
 			return err
 		}
-		// It lists pods as the manager, which lists and watches
-		// everything, and reads the tracking ConfigMap and writes as
-		// itself.
-		c, err := serviceaccount.NewLegacyTokenCleaner(clients.Kube, root.Kube, clk, cfg.LegacyServiceAccountTokenCleanUpPeriod,
-			cfg.LegacyServiceAccountTokenCleanerInterval, factory.Core().V1().ServiceAccounts(), tokenSecrets.Core().V1().Secrets())
+		// It reads pods, service accounts and token secrets from the
+		// shared caches (pods keep their secret references: transform.go),
+		// and reads the tracking ConfigMap and writes as itself.
+		c, err := serviceaccount.NewLegacyTokenCleaner(clients.Kube, clk, cfg.LegacyServiceAccountTokenCleanUpPeriod,
+			cfg.LegacyServiceAccountTokenCleanerInterval, factory.Core().V1().ServiceAccounts(), tokenSecrets.Core().V1().Secrets(),
+			factory.Core().V1().Pods())
 		if err != nil {
 			return fmt.Errorf("controller manager: %w", err)
 		}

@@ -2,13 +2,18 @@ package controllermanager_test
 
 import (
 	"context"
+	"net/http"
+	"regexp"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/kubeproof/kubeproof/impl/controller/serviceaccount"
@@ -21,12 +26,32 @@ import (
 // account's auto-generated token secrets, the unused one is labelled
 // kubernetes.io/legacy-token-invalid-since and, once that date is a period
 // old, deleted; the one a pod mounts, the one used within the period and a
-// manual one (not in the account's .secrets) are left alone.
+// manual one (not in the account's .secrets) are left alone. As
+// upstream's, it reads pods from the manager's shared pod informer (which
+// keeps the pods' secret references): it never lists a namespace's pods
+// from the API server.
 func TestLegacyTokenCleanerUnderRBAC(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts an API server")
 	}
-	admin, root, cmCfg := rbacClients(t)
+	admin, _, cmCfg := rbacClients(t)
+	// Every request of the manager (its root client and the clients of
+	// its controllers' service accounts, made from cmCfg) is looked at.
+	var podLists atomic.Int32
+	namespacedPods := regexp.MustCompile(`^/api/v1/namespaces/[^/]+/pods$`)
+	cmCfg = rest.CopyConfig(cmCfg)
+	cmCfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper {
+		return roundTripperFunc(func(r *http.Request) (*http.Response, error) {
+			if r.Method == http.MethodGet && namespacedPods.MatchString(r.URL.Path) && r.URL.Query().Get("watch") == "" {
+				podLists.Add(1)
+			}
+			return rt.RoundTrip(r)
+		})
+	}
+	root, err := kubernetes.NewForConfig(cmCfg)
+	if err != nil {
+		t.Fatal(err)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	const period = 48 * time.Hour
@@ -111,6 +136,9 @@ func TestLegacyTokenCleanerUnderRBAC(t *testing.T) {
 	if now := clk.Now(); now.Before(start.Add(4*24*time.Hour + period)) {
 		t.Errorf("deleted at %v, less than a period after it was labelled (%v)", now, start.Add(4*24*time.Hour))
 	}
+	if n := podLists.Load(); n != 0 {
+		t.Errorf("the cleaner listed a namespace's pods from the API server %d times, want its pod informer", n)
+	}
 	for _, name := range []string{"mounted", "used", "manual"} {
 		s, err := secrets.Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
@@ -121,3 +149,7 @@ func TestLegacyTokenCleanerUnderRBAC(t *testing.T) {
 		}
 	}
 }
+
+type roundTripperFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripperFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }

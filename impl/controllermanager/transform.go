@@ -5,6 +5,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/kubeproof/kubeproof/impl/controller/serviceaccount"
 	"github.com/kubeproof/kubeproof/impl/intern"
 )
 
@@ -17,11 +18,17 @@ import (
 //     a write built from a cached object sends none, and the API server
 //     keeps the stored ones (an update without managedFields does not
 //     reset them);
-//   - a pod also loses what no controller here reads of its spec: volumes,
-//     and of its containers everything but name, image, resources,
-//     restartPolicy (quota usage, BestEffort scope and sidecar detection
-//     read those) and ports (the endpoints controller resolves a service's
-//     named target ports through them). What controllers read of a pod's
+//   - a pod also loses what no controller here reads of its spec: volumes
+//     but their secret references, and of its containers everything but
+//     name, image, resources, restartPolicy (quota usage, BestEffort scope
+//     and sidecar detection read those), ports (the endpoints controller
+//     resolves a service's named target ports through them) and secret
+//     references in env and envFrom. The secret references (with
+//     imagePullSecrets) are what the legacy service account token cleaner
+//     reads to know which token secrets pods still use, as upstream's
+//     reads them from its pod informer: a volume naming a secret stays
+//     whole, a projected one keeps only its secret sources, and an env
+//     entry keeps only its name and secretKeyRef. What controllers read of a pod's
 //     spec — nodeName, tolerations, priority and priorityClassName,
 //     activeDeadlineSeconds, overhead, pod-level resources, schedulerName,
 //     and hostname and subdomain (an endpoint address's hostname) — stays,
@@ -92,7 +99,64 @@ func trimPodSpec(s *corev1.PodSpec) {
 		Overhead:                      s.Overhead,
 		SchedulingGates:               s.SchedulingGates,
 		Resources:                     s.Resources,
+		ImagePullSecrets:              s.ImagePullSecrets,
+		Volumes:                       trimVolumes(s.Volumes),
 	}
+}
+
+// trimVolumes keeps the volumes that name a secret (PodSecretNames reads
+// them), projected ones with only their secret sources.
+func trimVolumes(vs []corev1.Volume) []corev1.Volume {
+	var out []corev1.Volume
+	for i := range vs {
+		v := &vs[i].VolumeSource
+		switch {
+		case v.Projected != nil:
+			var srcs []corev1.VolumeProjection
+			for _, src := range v.Projected.Sources {
+				if src.Secret != nil {
+					srcs = append(srcs, corev1.VolumeProjection{Secret: src.Secret})
+				}
+			}
+			if srcs != nil {
+				out = append(out, corev1.Volume{Name: vs[i].Name, VolumeSource: corev1.VolumeSource{
+					Projected: &corev1.ProjectedVolumeSource{Sources: srcs, DefaultMode: v.Projected.DefaultMode}}})
+			}
+		case volumeNamesSecret(v):
+			out = append(out, vs[i])
+		}
+	}
+	return out
+}
+
+// volumeNamesSecret reports whether v names a secret.
+func volumeNamesSecret(v *corev1.VolumeSource) bool {
+	names := false
+	serviceaccount.VolumeSecretNames(v, func(string) { names = true })
+	return names
+}
+
+// trimEnv keeps the env entries read from a secret, with only their name
+// and secretKeyRef.
+func trimEnv(env []corev1.EnvVar) []corev1.EnvVar {
+	var out []corev1.EnvVar
+	for _, e := range env {
+		if e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil {
+			out = append(out, corev1.EnvVar{Name: e.Name, ValueFrom: &corev1.EnvVarSource{SecretKeyRef: e.ValueFrom.SecretKeyRef}})
+		}
+	}
+	return out
+}
+
+// trimEnvFrom keeps the envFrom entries read from a secret.
+func trimEnvFrom(envFrom []corev1.EnvFromSource) []corev1.EnvFromSource {
+	var out []corev1.EnvFromSource
+	for _, e := range envFrom {
+		if e.SecretRef != nil {
+			out = append(out, e)
+		}
+	}
+	return out
 }
 
 // trimContainers keeps what quota usage, sidecar detection and the
@@ -103,7 +167,8 @@ func trimContainers(cs []corev1.Container) []corev1.Container {
 	}
 	out := make([]corev1.Container, len(cs))
 	for i := range cs {
-		out[i] = corev1.Container{Name: cs[i].Name, Image: cs[i].Image, Resources: cs[i].Resources, RestartPolicy: cs[i].RestartPolicy, Ports: cs[i].Ports}
+		out[i] = corev1.Container{Name: cs[i].Name, Image: cs[i].Image, Resources: cs[i].Resources, RestartPolicy: cs[i].RestartPolicy, Ports: cs[i].Ports,
+			Env: trimEnv(cs[i].Env), EnvFrom: trimEnvFrom(cs[i].EnvFrom)}
 	}
 	return out
 }
@@ -116,8 +181,9 @@ func trimEphemeralContainers(cs []corev1.EphemeralContainer) []corev1.EphemeralC
 	for i := range cs {
 		c := &cs[i].EphemeralContainerCommon
 		out[i] = corev1.EphemeralContainer{
-			EphemeralContainerCommon: corev1.EphemeralContainerCommon{Name: c.Name, Image: c.Image, Resources: c.Resources},
-			TargetContainerName:      cs[i].TargetContainerName,
+			EphemeralContainerCommon: corev1.EphemeralContainerCommon{Name: c.Name, Image: c.Image, Resources: c.Resources,
+				Env: trimEnv(c.Env), EnvFrom: trimEnvFrom(c.EnvFrom)},
+			TargetContainerName: cs[i].TargetContainerName,
 		}
 	}
 	return out

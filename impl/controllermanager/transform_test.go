@@ -1,6 +1,7 @@
 package controllermanager
 
 import (
+	"slices"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -8,6 +9,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
+
+	"github.com/kubeproof/kubeproof/impl/controller/serviceaccount"
 )
 
 func TestTrimForCacheKeepsWhatControllersRead(t *testing.T) {
@@ -89,5 +92,71 @@ func TestTrimForCacheOtherObjectsAndTombstones(t *testing.T) {
 	out, _ = trimForCache(tomb)
 	if _, ok := out.(cache.DeletedFinalStateUnknown); !ok {
 		t.Errorf("tombstone not passed through: %T", out)
+	}
+}
+
+// TestTrimForCacheKeepsSecretReferences: a cached pod still names every
+// secret the original does (the legacy service account token cleaner
+// reads them from the cache), while volumes and env that name no secret
+// go, and projected volumes keep only their secret sources.
+func TestTrimForCacheKeepsSecretReferences(t *testing.T) {
+	secretEnv := func(name string) []corev1.EnvVar {
+		return []corev1.EnvVar{{Name: "PLAIN", Value: "v"},
+			{Name: "FROM_CM", ValueFrom: &corev1.EnvVarSource{ConfigMapKeyRef: &corev1.ConfigMapKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "cm"}, Key: "k"}}},
+			{Name: "FROM_SECRET", ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: name}, Key: "k"}}}}
+	}
+	secretEnvFrom := func(name string) []corev1.EnvFromSource {
+		return []corev1.EnvFromSource{{ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "cm"}}},
+			{Prefix: "S_", SecretRef: &corev1.SecretEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: name}}}}
+	}
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns"}, Spec: corev1.PodSpec{
+		ImagePullSecrets: []corev1.LocalObjectReference{{Name: "pull"}},
+		Volumes: []corev1.Volume{
+			{Name: "kube-api-access", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{Sources: []corev1.VolumeProjection{
+				{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{Path: "token"}},
+				{ConfigMap: &corev1.ConfigMapProjection{LocalObjectReference: corev1.LocalObjectReference{Name: "kube-root-ca.crt"}}}}}}},
+			{Name: "mixed", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{Sources: []corev1.VolumeProjection{
+				{ConfigMap: &corev1.ConfigMapProjection{LocalObjectReference: corev1.LocalObjectReference{Name: "cm"}}},
+				{Secret: &corev1.SecretProjection{LocalObjectReference: corev1.LocalObjectReference{Name: "projected"}}}}}}},
+			{Name: "secret", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "volume"}}},
+			{Name: "csi", VolumeSource: corev1.VolumeSource{CSI: &corev1.CSIVolumeSource{Driver: "d", NodePublishSecretRef: &corev1.LocalObjectReference{Name: "csi"}}}},
+			{Name: "scratch", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
+			{Name: "config", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "cm"}}}},
+		},
+		InitContainers: []corev1.Container{{Name: "init", Image: "i", Env: secretEnv("init-env"), EnvFrom: secretEnvFrom("init-envfrom")}},
+		Containers:     []corev1.Container{{Name: "app", Image: "a", Env: secretEnv("app-env"), EnvFrom: secretEnvFrom("app-envfrom")}},
+		EphemeralContainers: []corev1.EphemeralContainer{{EphemeralContainerCommon: corev1.EphemeralContainerCommon{
+			Name: "debug", Image: "d", Env: secretEnv("debug-env"), EnvFrom: secretEnvFrom("debug-envfrom")}}},
+	}}
+	names := func(p *corev1.Pod) []string {
+		var out []string
+		serviceaccount.PodSecretNames(p, func(n string) { out = append(out, n) })
+		return out
+	}
+	want := names(pod)
+	if len(want) != 10 {
+		t.Fatalf("the test pod names %d secrets: %v", len(want), want)
+	}
+	out, err := trimForCache(pod.DeepCopy())
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := out.(*corev1.Pod)
+	if g := names(got); !slices.Equal(g, want) {
+		t.Errorf("secret names %v, want %v", g, want)
+	}
+	var vols []string
+	for _, v := range got.Spec.Volumes {
+		vols = append(vols, v.Name)
+	}
+	if !slices.Equal(vols, []string{"mixed", "secret", "csi"}) {
+		t.Errorf("volumes kept: %v", vols)
+	}
+	if srcs := got.Spec.Volumes[0].Projected.Sources; len(srcs) != 1 || srcs[0].Secret == nil {
+		t.Errorf("projected sources kept: %+v", srcs)
+	}
+	c := got.Spec.Containers[0]
+	if len(c.Env) != 1 || c.Env[0].Name != "FROM_SECRET" || len(c.EnvFrom) != 1 || c.EnvFrom[0].Prefix != "S_" {
+		t.Errorf("env kept: %+v %+v", c.Env, c.EnvFrom)
 	}
 }

@@ -26,28 +26,28 @@ import (
 // (DecideLegacyTokenCleanup says which).
 //
 // Writes and the read of the tracking ConfigMap go through client (the
-// controller's own credentials, as upstream's); secrets and service
-// accounts come from the caches, and, for a namespace holding a
-// candidate, a list of its pods from the API server through reader (the
-// manager's own credentials): the manager's shared pod cache keeps no
-// volumes or env, which say what a pod mounts.
+// controller's own credentials, as upstream's); secrets, service accounts
+// and, for a namespace holding a candidate, its pods come from the caches
+// (the pod cache must keep what PodSecretNames reads: the controller
+// manager's trimmed one keeps pods' secret references).
 type LegacyTokenCleaner struct {
-	client, reader kubernetes.Interface
-	clock          clock.WithTicker
-	period         time.Duration
-	interval       time.Duration
-	saList         corelisters.ServiceAccountLister
-	secList        corelisters.SecretLister
-	synced         []cache.InformerSynced
+	client   kubernetes.Interface
+	clock    clock.WithTicker
+	period   time.Duration
+	interval time.Duration
+	saList   corelisters.ServiceAccountLister
+	secList  corelisters.SecretLister
+	podList  corelisters.PodLister
+	synced   []cache.InformerSynced
 }
 
 // NewLegacyTokenCleaner wires the cleaner. period is
 // --legacy-service-account-token-clean-up-period, which must be positive;
 // interval how often it looks (DefaultLegacyTokenCleanerInterval when 0).
 // secInformer may hold only service account token secrets
-// (TokenSecretInformer). reader may be client.
-func NewLegacyTokenCleaner(client, reader kubernetes.Interface, clk clock.WithTicker, period, interval time.Duration,
-	saInformer coreinformers.ServiceAccountInformer, secInformer coreinformers.SecretInformer) (*LegacyTokenCleaner, error) {
+// (TokenSecretInformer).
+func NewLegacyTokenCleaner(client kubernetes.Interface, clk clock.WithTicker, period, interval time.Duration,
+	saInformer coreinformers.ServiceAccountInformer, secInformer coreinformers.SecretInformer, podInformer coreinformers.PodInformer) (*LegacyTokenCleaner, error) {
 	if period <= 0 {
 		return nil, fmt.Errorf("legacy service account token cleaner: invalid --legacy-service-account-token-clean-up-period %v: must be positive", period)
 	}
@@ -61,9 +61,9 @@ func NewLegacyTokenCleaner(client, reader kubernetes.Interface, clk clock.WithTi
 		clk = clock.RealClock{}
 	}
 	return &LegacyTokenCleaner{
-		client: client, reader: reader, clock: clk, period: period, interval: interval,
-		saList: saInformer.Lister(), secList: secInformer.Lister(),
-		synced: []cache.InformerSynced{saInformer.Informer().HasSynced, secInformer.Informer().HasSynced},
+		client: client, clock: clk, period: period, interval: interval,
+		saList: saInformer.Lister(), secList: secInformer.Lister(), podList: podInformer.Lister(),
+		synced: []cache.InformerSynced{saInformer.Informer().HasSynced, secInformer.Informer().HasSynced, podInformer.Informer().HasSynced},
 	}, nil
 }
 
@@ -113,16 +113,16 @@ func (c *LegacyTokenCleaner) Pass(ctx context.Context) error {
 		Mounted: func(namespace, name string) bool {
 			names, ok := mounted[namespace]
 			if !ok {
-				pods, err := c.reader.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{})
+				pods, err := c.podList.Pods(namespace).List(labels.Everything())
 				if err != nil {
 					// Unknown: taken as mounted, so nothing of the
 					// namespace is touched this pass.
-					podErr = fmt.Errorf("listing the pods of %s: %w", namespace, err)
+					podErr = fmt.Errorf("listing the cached pods of %s: %w", namespace, err)
 					return true
 				}
 				names = map[string]bool{}
-				for i := range pods.Items {
-					PodSecretNames(&pods.Items[i], func(n string) { names[n] = true })
+				for _, p := range pods {
+					PodSecretNames(p, func(n string) { names[n] = true })
 				}
 				mounted[namespace] = names
 			}

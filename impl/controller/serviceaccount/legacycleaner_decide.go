@@ -178,35 +178,7 @@ func PodSecretNames(pod *corev1.Pod, visit func(name string)) {
 		add(s.Name)
 	}
 	for i := range pod.Spec.Volumes {
-		v := &pod.Spec.Volumes[i].VolumeSource
-		switch {
-		case v.Secret != nil:
-			add(v.Secret.SecretName)
-		case v.Projected != nil:
-			for _, src := range v.Projected.Sources {
-				if src.Secret != nil {
-					add(src.Secret.Name)
-				}
-			}
-		case v.AzureFile != nil:
-			add(v.AzureFile.SecretName)
-		case v.CephFS != nil && v.CephFS.SecretRef != nil:
-			add(v.CephFS.SecretRef.Name)
-		case v.Cinder != nil && v.Cinder.SecretRef != nil:
-			add(v.Cinder.SecretRef.Name)
-		case v.FlexVolume != nil && v.FlexVolume.SecretRef != nil:
-			add(v.FlexVolume.SecretRef.Name)
-		case v.RBD != nil && v.RBD.SecretRef != nil:
-			add(v.RBD.SecretRef.Name)
-		case v.ISCSI != nil && v.ISCSI.SecretRef != nil:
-			add(v.ISCSI.SecretRef.Name)
-		case v.ScaleIO != nil && v.ScaleIO.SecretRef != nil:
-			add(v.ScaleIO.SecretRef.Name)
-		case v.StorageOS != nil && v.StorageOS.SecretRef != nil:
-			add(v.StorageOS.SecretRef.Name)
-		case v.CSI != nil && v.CSI.NodePublishSecretRef != nil:
-			add(v.CSI.NodePublishSecretRef.Name)
-		}
+		VolumeSecretNames(&pod.Spec.Volumes[i].VolumeSource, add)
 	}
 	visitEnv := func(envFrom []corev1.EnvFromSource, env []corev1.EnvVar) {
 		for _, e := range envFrom {
@@ -228,5 +200,43 @@ func PodSecretNames(pod *corev1.Pod, visit func(name string)) {
 	}
 	for i := range pod.Spec.EphemeralContainers {
 		visitEnv(pod.Spec.EphemeralContainers[i].EnvFrom, pod.Spec.EphemeralContainers[i].Env)
+	}
+}
+
+// VolumeSecretNames calls visit with the name of each secret the volume
+// source v names (none for most), as PodSecretNames for a pod's volumes.
+func VolumeSecretNames(v *corev1.VolumeSource, visit func(name string)) {
+	add := func(name string) {
+		if name != "" {
+			visit(name)
+		}
+	}
+	switch {
+	case v.Secret != nil:
+		add(v.Secret.SecretName)
+	case v.Projected != nil:
+		for _, src := range v.Projected.Sources {
+			if src.Secret != nil {
+				add(src.Secret.Name)
+			}
+		}
+	case v.AzureFile != nil:
+		add(v.AzureFile.SecretName)
+	case v.CephFS != nil && v.CephFS.SecretRef != nil:
+		add(v.CephFS.SecretRef.Name)
+	case v.Cinder != nil && v.Cinder.SecretRef != nil:
+		add(v.Cinder.SecretRef.Name)
+	case v.FlexVolume != nil && v.FlexVolume.SecretRef != nil:
+		add(v.FlexVolume.SecretRef.Name)
+	case v.RBD != nil && v.RBD.SecretRef != nil:
+		add(v.RBD.SecretRef.Name)
+	case v.ISCSI != nil && v.ISCSI.SecretRef != nil:
+		add(v.ISCSI.SecretRef.Name)
+	case v.ScaleIO != nil && v.ScaleIO.SecretRef != nil:
+		add(v.ScaleIO.SecretRef.Name)
+	case v.StorageOS != nil && v.StorageOS.SecretRef != nil:
+		add(v.StorageOS.SecretRef.Name)
+	case v.CSI != nil && v.CSI.NodePublishSecretRef != nil:
+		add(v.CSI.NodePublishSecretRef.Name)
 	}
 }
