@@ -5,7 +5,15 @@ import (
 	"os"
 
 	"k8s.io/client-go/rest"
+
+	"github.com/kubeproof/kubeproof/impl/kubelet"
 )
+
+// clientCertExitAfter is how long `kubeproof kubelet --rotate-certificates`
+// goes on without a valid client certificate while the API server is
+// responsive before it exits, and clientCertCheckPeriod how often it
+// looks: upstream's 5m and 10s. Tests shorten them to see it exit.
+var clientCertExitAfter, clientCertCheckPeriod = kubelet.ClientCertificateExitAfter, kubelet.ClientCertificateCheckPeriod
 
 // kubeconfigClientCert is the client certificate and key of a kubeconfig
 // (embedded or in files; none is nil): --rotate-certificates starts from

@@ -235,3 +235,87 @@ func TestKubeletConfigCertificateRotation(t *testing.T) {
 		}
 	}
 }
+
+// TestKubeletExitsWithoutClientCertificate is `kubeproof kubelet
+// --rotate-certificates` whose client certificate has expired, against
+// an API server that answers (401 to its anonymous certificate requests):
+// after the exit period (shortened here from upstream's 5m, checked every
+// 100ms) the command returns upstream's message, as upstream's kubelet
+// exits with it.
+func TestKubeletExitsWithoutClientCertificate(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a cluster")
+	}
+	exitAfter, period := clientCertExitAfter, clientCertCheckPeriod
+	clientCertExitAfter, clientCertCheckPeriod = 2*time.Second, 100*time.Millisecond
+	t.Cleanup(func() { clientCertExitAfter, clientCertCheckPeriod = exitAfter, period })
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	dir := t.TempDir()
+	c, err := cluster.Start(ctx, cluster.Config{DataDir: filepath.Join(dir, "cluster"), BindAddress: "127.0.0.1:0", WatchCache: true, UnsafeNoFsync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := c.Stop(); err != nil {
+			t.Error(err)
+		}
+	}()
+	// The node's client certificate, of the cluster CA, expired a minute ago.
+	caKeyPEM, err := os.ReadFile(filepath.Join(dir, "cluster", "pki", "ca.key"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	caKey, err := keyutil.ParsePrivateKeyPEM(caKeyPEM)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	der, err := x509.CreateCertificate(rand.Reader, &x509.Certificate{
+		SerialNumber: big.NewInt(9), Subject: pkix.Name{CommonName: "system:node:lapsed", Organization: []string{"system:nodes"}},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(-time.Minute),
+		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+	}, c.CA.Cert, &key.PublicKey, caKey.(crypto.Signer))
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyDER, _ := x509.MarshalECPrivateKey(key)
+	kc := clientcmdapi.NewConfig()
+	kc.Clusters["c"] = &clientcmdapi.Cluster{Server: c.URL, CertificateAuthorityData: c.CA.CertPEM}
+	kc.AuthInfos["node"] = &clientcmdapi.AuthInfo{
+		ClientCertificateData: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
+		ClientKeyData:         pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}),
+	}
+	kc.Contexts["c"] = &clientcmdapi.Context{Cluster: "c", AuthInfo: "node"}
+	kc.CurrentContext = "c"
+	kubeconfig := filepath.Join(dir, "kubelet.conf")
+	if err := clientcmd.WriteToFile(*kc, kubeconfig); err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := ln.Addr().(*net.TCPAddr).Port
+	ln.Close()
+
+	done := make(chan error, 1)
+	go func() {
+		root := newRootCommand()
+		root.SetArgs([]string{"kubelet", "--kubeconfig", kubeconfig, "--node-name", "lapsed", "--cert-dir", filepath.Join(dir, "pki"),
+			"--rotate-certificates", "--address", "127.0.0.1", "--port", fmt.Sprint(port),
+			"--root-dir", filepath.Join(dir, "root"), "--pod-logs-dir", filepath.Join(dir, "logs")})
+		root.SetOut(new(discard))
+		root.SetErr(new(discard))
+		done <- root.ExecuteContext(ctx)
+	}()
+	select {
+	case err := <-done:
+		const want = "It has been 2s since a valid client cert was found and the server is responsive, exiting."
+		if err == nil || err.Error() != want {
+			t.Errorf("kubelet returned %v, want %q", err, want)
+		}
+	case <-ctx.Done():
+		t.Fatal("the kubelet did not exit without a valid client certificate")
+	}
+}

@@ -17,10 +17,12 @@ import (
 	"net"
 	"net/http"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
 	certificatesv1 "k8s.io/api/certificates/v1"
+	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/client-go/kubernetes"
@@ -45,6 +47,11 @@ const (
 	// rotationPeriod is the least time between two requests, as
 	// upstream's manager's loop period.
 	rotationPeriod = time.Second
+	// templateCheckPeriod is how often a manager whose request follows
+	// the node (the serving certificate's) looks at it again: for the
+	// node's first addresses, and for changed ones, as upstream's
+	// manager each second.
+	templateCheckPeriod = time.Second
 )
 
 // RotationDeadline is when a certificate valid from notBefore to notAfter
@@ -76,28 +83,58 @@ func nextRotation(cert *x509.Certificate, template *x509.CertificateRequest, jit
 	return RotationDeadline(cert.NotBefore, cert.NotAfter, jitter), true
 }
 
-// satisfies reports whether cert has template's subject common name and
-// organizations, DNS names and IP addresses (in any order).
+// satisfies reports whether cert says what template asks: its subject
+// common name, and each of its organizations, DNS names and IP addresses
+// (in any order). As upstream's manager, names and addresses the
+// certificate has beyond the template's do not matter: a node that lost
+// an address keeps its certificate until its deadline.
 func satisfies(cert *x509.Certificate, template *x509.CertificateRequest) bool {
 	if cert.Subject.CommonName != template.Subject.CommonName {
 		return false
 	}
-	sameSet := func(a, b []string) bool {
-		a, b = slices.Clone(a), slices.Clone(b)
-		slices.Sort(a)
-		slices.Sort(b)
-		return slices.Equal(slices.Compact(a), slices.Compact(b))
-	}
-	ips := func(l []net.IP) []string {
-		s := make([]string, len(l))
-		for i, ip := range l {
-			s[i] = ip.String()
+	covers := func(have, want []string) bool {
+		for _, w := range want {
+			if !slices.Contains(have, w) {
+				return false
+			}
 		}
-		return s
+		return true
 	}
-	return sameSet(cert.Subject.Organization, template.Subject.Organization) &&
-		sameSet(cert.DNSNames, template.DNSNames) &&
-		sameSet(ips(cert.IPAddresses), ips(template.IPAddresses))
+	return covers(cert.Subject.Organization, template.Subject.Organization) &&
+		covers(cert.DNSNames, template.DNSNames) &&
+		covers(ipStrings(cert.IPAddresses), ipStrings(template.IPAddresses))
+}
+
+// ipStrings is each address of l in its text form.
+func ipStrings(l []net.IP) []string {
+	s := make([]string, len(l))
+	for i, ip := range l {
+		s[i] = ip.String()
+	}
+	return s
+}
+
+// sameRequest reports whether a and b (nil: no request) ask for the same
+// subject, DNS names and IP addresses, in the same order (templates are
+// built sorted).
+func sameRequest(a, b *x509.CertificateRequest) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return a.Subject.CommonName == b.Subject.CommonName &&
+		slices.Equal(a.Subject.Organization, b.Subject.Organization) &&
+		slices.Equal(a.DNSNames, b.DNSNames) &&
+		slices.Equal(ipStrings(a.IPAddresses), ipStrings(b.IPAddresses))
+}
+
+// templateChanged is upstream's manager's check, each second, of a
+// request that follows the node: the certificate (nil: none) does not
+// say what template asks, and template is not what was last requested
+// (nil: nothing yet). Then a wait for the next rotation, or for the last
+// request to be issued, ends, and the new template is asked for. Pure.
+func templateChanged(cert *x509.Certificate, lastRequested, template *x509.CertificateRequest) bool {
+	satisfied := cert != nil && (template == nil || satisfies(cert, template))
+	return !satisfied && !sameRequest(lastRequested, template)
 }
 
 // ClientCertificateTemplate is the request of a kubelet's client
@@ -107,26 +144,48 @@ func ClientCertificateTemplate(nodeName string) *x509.CertificateRequest {
 }
 
 // ServingCertificateTemplate is the request of a kubelet's serving
-// certificate, as upstream's: system:node:<nodeName> in group
-// system:nodes, the node's Hostname (and DNS) addresses as DNS names, its
-// InternalIP and ExternalIP addresses as IP addresses. No address is no
-// request (nil), as upstream's waits for the node's addresses.
-func ServingCertificateTemplate(nodeName string, addresses []string) *x509.CertificateRequest {
-	var dns []string
-	var ips []net.IP
+// certificate for a node with addresses (its status's), as upstream's:
+// system:node:<nodeName> in group system:nodes; as DNS names its
+// InternalDNS and ExternalDNS addresses and its Hostname ones that are
+// not IP addresses, as IP addresses its InternalIP and ExternalIP ones
+// that are and its Hostname ones that are; each once, sorted. A node
+// without an IP address asks for nothing yet (nil), as upstream's without
+// its AllowDNSOnlyNodeCSR gate. Pure.
+func ServingCertificateTemplate(nodeName string, addresses []v1.NodeAddress) *x509.CertificateRequest {
+	var dns, ipText []string
 	for _, a := range addresses {
-		if a == "" {
+		if a.Address == "" {
 			continue
 		}
-		if ip := net.ParseIP(a); ip != nil {
-			ips = append(ips, ip)
-		} else {
-			dns = append(dns, a)
+		ip := net.ParseIP(a.Address)
+		switch a.Type {
+		case v1.NodeHostName:
+			if ip != nil {
+				ipText = append(ipText, a.Address)
+			} else {
+				dns = append(dns, a.Address)
+			}
+		case v1.NodeInternalIP, v1.NodeExternalIP:
+			if ip != nil {
+				ipText = append(ipText, a.Address)
+			}
+		case v1.NodeInternalDNS, v1.NodeExternalDNS:
+			dns = append(dns, a.Address)
 		}
 	}
-	if len(dns) == 0 && len(ips) == 0 {
+	if len(ipText) == 0 {
 		return nil
 	}
+	slices.Sort(dns)
+	dns = slices.Compact(dns)
+	// Distinct as written, ordered by their canonical form, as upstream's.
+	slices.Sort(ipText)
+	ipText = slices.Compact(ipText)
+	ips := make([]net.IP, len(ipText))
+	for i, t := range ipText {
+		ips[i] = net.ParseIP(t)
+	}
+	slices.SortStableFunc(ips, func(a, b net.IP) int { return strings.Compare(a.String(), b.String()) })
 	return &x509.CertificateRequest{
 		Subject:  pkix.Name{CommonName: nodeUserPrefix + nodeName, Organization: []string{nodesGroup}},
 		DNSNames: dns, IPAddresses: ips,
@@ -139,9 +198,14 @@ type CertificateManagerConfig struct {
 	// CertDir is --cert-dir; Prefix names the files
 	// (<Prefix>-<timestamp>.pem, <Prefix>-current.pem).
 	CertDir, Prefix string
-	// SignerName and Template are the requests' signer and subject.
-	SignerName string
-	Template   *x509.CertificateRequest
+	// SignerName and Template are the requests' signer and subject;
+	// GetTemplate, when set, is asked for the template at each request
+	// and each second (templateCheckPeriod) instead, as upstream's
+	// dynamic template: nil is no request yet, another template than the
+	// last requested is requested at once.
+	SignerName  string
+	Template    *x509.CertificateRequest
+	GetTemplate func() *x509.CertificateRequest
 	// Usages are the requests' key usages for their ECDSA keys.
 	Usages []certificatesv1.KeyUsage
 	// BootstrapCertPEM and BootstrapKeyPEM, when the store has no valid
@@ -173,9 +237,15 @@ type CertificateManager struct {
 	// metrics are the renewal errors and rotations /metrics reports
 	// (its NotAfter unused: Current's is).
 	metrics server.CertificateManagerMetrics
-	// unreachable: the last request failed without the API server's
-	// answer (WatchExpiry).
-	unreachable bool
+	// serverHealthy is whether the API server is taken as responsive
+	// (ServerHealthy).
+	serverHealthy bool
+	// lastRequest is the template of the last request created, and
+	// lastCancel ends the wait for it to be issued (templateChanged).
+	lastRequest *x509.CertificateRequest
+	lastCancel  context.CancelFunc
+	// templateChanged (one slot) wakes Run when the template changed.
+	templateChanged chan struct{}
 }
 
 // rotatingTransport is a client transport of ClientConfig and the dialer
@@ -195,7 +265,7 @@ func NewCertificateManager(cfg CertificateManagerConfig) (*CertificateManager, e
 	if err != nil {
 		return nil, fmt.Errorf("opening the %s certificate store in %s: %w", cfg.Prefix, cfg.CertDir, err)
 	}
-	m := &CertificateManager{cfg: cfg, store: store, rotated: make(chan struct{})}
+	m := &CertificateManager{cfg: cfg, store: store, rotated: make(chan struct{}), templateChanged: make(chan struct{}, 1)}
 	cert, err := store.Current()
 	var none *certificate.NoCertKeyError
 	switch {
@@ -278,14 +348,31 @@ func (m *CertificateManager) ClientConfig(base *rest.Config) (*rest.Config, erro
 	return cfg, nil
 }
 
+// template is the request to make now (nil: none yet).
+func (m *CertificateManager) template() *x509.CertificateRequest {
+	if m.cfg.GetTemplate != nil {
+		return m.cfg.GetTemplate()
+	}
+	return m.cfg.Template
+}
+
 // Run rotates the certificate until ctx ends, asking with client; it
 // returns nil then. A failed request is retried after 2s, doubling up to
 // 32s; an issued one is followed by the next request a second later at
 // the earliest (upstream's loop period), even when what was issued does
-// not satisfy the template and is asked for again at once.
+// not satisfy the template and is asked for again at once. Without a
+// template yet it looks again each second; with GetTemplate, a changed
+// template is asked for at once (watchTemplate).
 func (m *CertificateManager) Run(ctx context.Context, client kubernetes.Interface) error {
+	if m.cfg.GetTemplate != nil {
+		wctx, cancel := context.WithCancel(ctx)
+		var wg sync.WaitGroup
+		defer wg.Wait()
+		defer cancel()
+		wg.Go(func() { m.watchTemplate(wctx) })
+	}
 	retry := time.Duration(0) // the back-off after failed requests
-	pause := time.Duration(0) // at least this long before the next request
+	var notBefore time.Time   // no request before then
 	for {
 		var leaf *x509.Certificate
 		m.mu.Lock()
@@ -293,32 +380,82 @@ func (m *CertificateManager) Run(ctx context.Context, client kubernetes.Interfac
 			leaf = c.Leaf
 		}
 		m.mu.Unlock()
-		at, ok := nextRotation(leaf, m.cfg.Template, mathrand.Float64(), time.Now())
+		now := time.Now()
+		at, ok := nextRotation(leaf, m.template(), mathrand.Float64(), now)
 		if !ok {
-			<-ctx.Done()
-			return nil
+			at = now.Add(templateCheckPeriod) // no template yet: look again
 		}
-		wait := max(time.Until(at), pause)
-		if wait > 0 {
-			m.cfg.Logger.Debug("waiting for the next certificate rotation", "certificate", m.cfg.Prefix, "deadline", at)
+		at = later(at, notBefore)
+		if wait := at.Sub(now); wait > 0 {
+			if ok {
+				m.cfg.Logger.Debug("waiting for the next certificate rotation", "certificate", m.cfg.Prefix, "deadline", at)
+			}
 			t := time.NewTimer(wait)
 			select {
 			case <-ctx.Done():
 				t.Stop()
 				return nil
+			case <-m.templateChanged:
+				t.Stop()
+				continue
 			case <-t.C:
 			}
+		}
+		if !ok {
+			continue
 		}
 		if err := m.rotate(ctx, client); err != nil {
 			if ctx.Err() != nil {
 				return nil
 			}
 			retry = min(max(2*retry, rotationRetryBase), rotationRetryMax)
-			pause = retry
+			notBefore = time.Now().Add(retry)
 			m.cfg.Logger.Error("rotating certificate", "certificate", m.cfg.Prefix, "err", err, "retry", retry)
 			continue
 		}
-		retry, pause = 0, rotationPeriod
+		retry, notBefore = 0, time.Now().Add(rotationPeriod)
+	}
+}
+
+// later is the later of a and b.
+func later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
+}
+
+// watchTemplate looks at the template every templateCheckPeriod until
+// ctx ends; when it changed (templateChanged), it ends the wait for the
+// last request to be issued and wakes Run, as upstream's manager.
+func (m *CertificateManager) watchTemplate(ctx context.Context) {
+	t := time.NewTicker(templateCheckPeriod)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		template := m.template()
+		var leaf *x509.Certificate
+		m.mu.RLock()
+		if m.cert != nil {
+			leaf = m.cert.Leaf
+		}
+		last, cancel := m.lastRequest, m.lastCancel
+		m.mu.RUnlock()
+		if !templateChanged(leaf, last, template) {
+			continue
+		}
+		m.cfg.Logger.Info("certificate template changed, rotating", "certificate", m.cfg.Prefix)
+		if cancel != nil {
+			cancel()
+		}
+		select {
+		case m.templateChanged <- struct{}{}:
+		default: // Run has not yet taken the last one
+		}
 	}
 }
 
@@ -345,8 +482,6 @@ func (m *CertificateManager) rotate(ctx context.Context, client kubernetes.Inter
 	err := m.request(ctx, client)
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	var status apierrors.APIStatus
-	m.unreachable = err != nil && !errors.As(err, &status)
 	switch {
 	case err != nil:
 		if ctx.Err() == nil {
@@ -368,14 +503,20 @@ func (m *CertificateManager) rotate(ctx context.Context, client kubernetes.Inter
 	return err
 }
 
-// request asks for a certificate for a fresh key, waits for it, stores
-// it and puts it in use.
+// request asks for a certificate of the template for a fresh key, waits
+// for it, stores it and puts it in use. What the API server answered to
+// the CertificateSigningRequest's creation, and an issued certificate,
+// say whether it is responsive (ServerAnswered).
 func (m *CertificateManager) request(ctx context.Context, client kubernetes.Interface) error {
+	template := m.template()
+	if template == nil {
+		return errors.New("no certificate template yet")
+	}
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		return fmt.Errorf("generating a key: %w", err)
 	}
-	der, err := x509.CreateCertificateRequest(rand.Reader, m.cfg.Template, key)
+	der, err := x509.CreateCertificateRequest(rand.Reader, template, key)
 	if err != nil {
 		return fmt.Errorf("creating a certificate request: %w", err)
 	}
@@ -388,8 +529,14 @@ func (m *CertificateManager) request(ctx context.Context, client kubernetes.Inte
 	reqPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE REQUEST", Bytes: der})
 	name, uid, err := csr.RequestCertificateWithContext(ctx, client, reqPEM, "", m.cfg.SignerName, nil, m.cfg.Usages, key)
 	if err != nil {
+		m.mu.Lock()
+		m.serverHealthy = ServerAnswered(err)
+		m.mu.Unlock()
 		return fmt.Errorf("creating a CertificateSigningRequest for signer %s: %w", m.cfg.SignerName, err)
 	}
+	m.mu.Lock()
+	m.lastRequest, m.lastCancel = template, cancel
+	m.mu.Unlock()
 	m.cfg.Logger.Info("certificate requested", "certificate", m.cfg.Prefix, "csr", name)
 	certPEM, err := csr.WaitForCertificate(ctx, client, name, uid)
 	if err != nil {
@@ -406,9 +553,10 @@ func (m *CertificateManager) request(ctx context.Context, client kubernetes.Inte
 
 // use makes cert the current certificate and closes the connections
 // made with the previous one, so the next requests handshake with cert.
+// A certificate issued says the API server is responsive.
 func (m *CertificateManager) use(cert *tls.Certificate) {
 	m.mu.Lock()
-	m.cert, m.force = cert, false
+	m.cert, m.force, m.serverHealthy = cert, false, true
 	transports := slices.Clone(m.transports)
 	close(m.rotated)
 	m.rotated = make(chan struct{})
@@ -439,16 +587,19 @@ func NewClientCertificateManager(certDir, nodeName string, bootstrapCertPEM, boo
 
 // NewServingCertificateManager is serverTLSBootstrap's
 // (--rotate-server-certificates) manager: the kubelet API's certificate
-// from the kubernetes.io/kubelet-serving signer for the node's addresses,
-// in certDir's kubelet-server-current.pem. Nothing approves such requests
-// but a user (kubectl certificate approve), as upstream.
-func NewServingCertificateManager(certDir, nodeName string, addresses []string, logger *slog.Logger) (*CertificateManager, error) {
+// from the kubernetes.io/kubelet-serving signer for the node's addresses
+// (ServingCertificateTemplate of what addresses returns, as upstream's
+// kubelet the addresses of the last node status it posted: none is no
+// request yet, changed ones a new request), in certDir's
+// kubelet-server-current.pem. Nothing approves such requests but a user
+// (kubectl certificate approve), as upstream.
+func NewServingCertificateManager(certDir, nodeName string, addresses func() []v1.NodeAddress, logger *slog.Logger) (*CertificateManager, error) {
 	return NewCertificateManager(CertificateManagerConfig{
 		CertDir: certDir, Prefix: servingCertPrefix,
-		SignerName: certificatesv1.KubeletServingSignerName,
-		Template:   ServingCertificateTemplate(nodeName, addresses),
-		Usages:     []certificatesv1.KeyUsage{certificatesv1.UsageDigitalSignature, certificatesv1.UsageServerAuth},
-		Logger:     logger,
+		SignerName:  certificatesv1.KubeletServingSignerName,
+		GetTemplate: func() *x509.CertificateRequest { return ServingCertificateTemplate(nodeName, addresses()) },
+		Usages:      []certificatesv1.KeyUsage{certificatesv1.UsageDigitalSignature, certificatesv1.UsageServerAuth},
+		Logger:      logger,
 	})
 }
 
@@ -474,10 +625,39 @@ func ClientCertificateExit(now, lastValid time.Time, valid, serverHealthy bool, 
 	return fmt.Sprintf("It has been %s since a valid client cert was found and the server is responsive, exiting.", exitAfter)
 }
 
+// ServerAnswered is what the error of a CertificateSigningRequest's
+// creation says of the API server, as upstream's certificate manager
+// reads it: responsive when it answered 401 Unauthorized (a TLS
+// terminating proxy may answer so for it), 403 Forbidden or 404 Not
+// Found; not when the answer was not the API server's (not a Status: a
+// proxy's or load balancer's) or any other error (no answer, another
+// status). Pure.
+func ServerAnswered(err error) bool {
+	switch {
+	case apierrors.IsUnauthorized(err):
+		return true
+	case apierrors.IsUnexpectedServerError(err):
+		return false
+	default:
+		return apierrors.IsForbidden(err) || apierrors.IsNotFound(err)
+	}
+}
+
+// ServerHealthy is whether m takes the API server as responsive, as
+// upstream's manager: not until it has asked, then as the last
+// CertificateSigningRequest creation's answer says (ServerAnswered), and
+// yes once a certificate was issued. A wait for a request to be issued
+// that fails changes nothing.
+func (m *CertificateManager) ServerHealthy() bool {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	return m.serverHealthy
+}
+
 // WatchExpiry checks every period whether the kubelet must exit for want
 // of a client certificate (ClientCertificateExit), returning that error
-// then, or nil when ctx ends. An API server is taken as responsive
-// unless the last request failed without its answer.
+// then, or nil when ctx ends; the API server is responsive as
+// ServerHealthy says.
 func (m *CertificateManager) WatchExpiry(ctx context.Context, exitAfter, period time.Duration) error {
 	lastValid := time.Now()
 	t := time.NewTicker(period)
@@ -493,9 +673,7 @@ func (m *CertificateManager) WatchExpiry(ctx context.Context, exitAfter, period 
 		if valid {
 			lastValid = now
 		}
-		m.mu.RLock()
-		healthy := !m.unreachable
-		m.mu.RUnlock()
+		healthy := m.ServerHealthy()
 		if msg := ClientCertificateExit(now, lastValid, valid, healthy, exitAfter); msg != "" {
 			m.cfg.Logger.Error(msg)
 			return errors.New(msg)
@@ -503,4 +681,14 @@ func (m *CertificateManager) WatchExpiry(ctx context.Context, exitAfter, period 
 			m.cfg.Logger.Error(fmt.Sprintf("It has been %s since a valid client cert was found, but the server is not responsive. A restart may be necessary to retrieve new initial credentials.", exitAfter))
 		}
 	}
+}
+
+// NodeAddresses are the node's addresses in the last status this kubelet
+// posted (none before its first), which its serving certificate's
+// request asks for, as upstream's kubelet's last observed addresses.
+func (k *Kubelet) NodeAddresses() []v1.NodeAddress {
+	if a := k.addresses.Load(); a != nil {
+		return *a
+	}
+	return nil
 }

@@ -12,10 +12,12 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"sync"
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/rest"
 )
 
@@ -58,7 +60,10 @@ func TestNextRotation(t *testing.T) {
 		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(9 * time.Hour),
 		IPAddresses: []net.IP{net.ParseIP("10.0.0.1")},
 	}
-	serving := ServingCertificateTemplate("n1", []string{"10.0.0.1", "n1"})
+	addrs := func(ip, host string) []corev1.NodeAddress {
+		return []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: ip}, {Type: corev1.NodeHostName, Address: host}}
+	}
+	serving := ServingCertificateTemplate("n1", addrs("10.0.0.1", "n1"))
 	for _, tc := range []struct {
 		name     string
 		cert     *x509.Certificate
@@ -69,10 +74,16 @@ func TestNextRotation(t *testing.T) {
 		{"no template: nothing", cert, nil, time.Time{}, false},
 		{"no certificate: now", nil, serving, now, true},
 		{"matching: 70% of its lifetime", cert, serving, now.Add(-time.Hour).Add(7 * time.Hour), true},
-		{"client template, certificate with SANs: differ, now", cert, ClientCertificateTemplate("n1"), now, true},
-		{"another node: now", cert, ServingCertificateTemplate("n2", []string{"10.0.0.1", "n2"}), now, true},
-		{"another address: now", cert, ServingCertificateTemplate("n1", []string{"10.0.0.2", "n1"}), now, true},
-		{"addresses in another order: matching", cert, ServingCertificateTemplate("n1", []string{"n1", "10.0.0.1"}), now.Add(6 * time.Hour), true},
+		{"client template, certificate with SANs: matching (more than asked)", cert, ClientCertificateTemplate("n1"), now.Add(6 * time.Hour), true},
+		{"client template, certificate of another node: now", cert, ClientCertificateTemplate("n2"), now, true},
+		{"another node: now", cert, ServingCertificateTemplate("n2", addrs("10.0.0.1", "n2")), now, true},
+		{"another address: now", cert, ServingCertificateTemplate("n1", addrs("10.0.0.2", "n1")), now, true},
+		{"another host name: now", cert, ServingCertificateTemplate("n1", addrs("10.0.0.1", "n1.example")), now, true},
+		{"addresses in another order: matching", cert, ServingCertificateTemplate("n1", []corev1.NodeAddress{{Type: corev1.NodeHostName, Address: "n1"}, {Type: corev1.NodeInternalIP, Address: "10.0.0.1"}}), now.Add(6 * time.Hour), true},
+		// As upstream's: only what the template asks and the certificate
+		// lacks makes a new request (a node that lost an address keeps its
+		// certificate).
+		{"certificate with more than asked: matching", cert, ServingCertificateTemplate("n1", []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "10.0.0.1"}}), now.Add(6 * time.Hour), true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, ok := nextRotation(tc.cert, tc.template, 0, now)
@@ -81,8 +92,93 @@ func TestNextRotation(t *testing.T) {
 			}
 		})
 	}
-	if ServingCertificateTemplate("n1", nil) != nil || ServingCertificateTemplate("n1", []string{""}) != nil {
-		t.Error("a serving template without addresses, want none (upstream waits for the node's addresses)")
+}
+
+// TestServingCertificateTemplate: the serving certificate asks for the
+// node's addresses as upstream's kubelet: host names and DNS addresses
+// as DNS names, IP addresses (InternalIP, ExternalIP, a Hostname that is
+// one) as IP addresses, each once and sorted; nothing until the node has
+// an IP address.
+func TestServingCertificateTemplate(t *testing.T) {
+	a := func(typ corev1.NodeAddressType, addr string) corev1.NodeAddress {
+		return corev1.NodeAddress{Type: typ, Address: addr}
+	}
+	for _, tc := range []struct {
+		name      string
+		addresses []corev1.NodeAddress
+		dns, ips  []string // nil dns and ips: no request
+	}{
+		{"none", nil, nil, nil},
+		{"empty addresses", []corev1.NodeAddress{a(corev1.NodeInternalIP, ""), a(corev1.NodeHostName, "")}, nil, nil},
+		{"host name only: no IP yet", []corev1.NodeAddress{a(corev1.NodeHostName, "n1")}, nil, nil},
+		{"DNS only: no IP yet", []corev1.NodeAddress{a(corev1.NodeInternalDNS, "n1.internal")}, nil, nil},
+		{"InternalIP not an IP: none", []corev1.NodeAddress{a(corev1.NodeInternalIP, "n1"), a(corev1.NodeHostName, "n1")}, nil, nil},
+		{"kubeproof's node", []corev1.NodeAddress{a(corev1.NodeInternalIP, "192.168.0.7"), a(corev1.NodeHostName, "node-7")},
+			[]string{"node-7"}, []string{"192.168.0.7"}},
+		{"a host name that is an IP", []corev1.NodeAddress{a(corev1.NodeHostName, "10.0.0.9")}, []string{}, []string{"10.0.0.9"}},
+		{"every type, repeated, sorted", []corev1.NodeAddress{
+			a(corev1.NodeExternalIP, "203.0.113.5"), a(corev1.NodeInternalIP, "10.0.0.1"), a(corev1.NodeInternalIP, "10.0.0.1"),
+			a(corev1.NodeInternalIP, "fd00::1"), a(corev1.NodeHostName, "node-b"), a(corev1.NodeExternalDNS, "node.example.com"),
+			a(corev1.NodeInternalDNS, "node-b"), a(corev1.NodeInternalDNS, "a.internal"), a("Other", "10.9.9.9"),
+		}, []string{"a.internal", "node-b", "node.example.com"}, []string{"10.0.0.1", "203.0.113.5", "fd00::1"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := ServingCertificateTemplate("n1", tc.addresses)
+			if tc.ips == nil {
+				if got != nil {
+					t.Fatalf("template %v %v, want none", got.DNSNames, got.IPAddresses)
+				}
+				return
+			}
+			if got == nil {
+				t.Fatal("no template")
+			}
+			if got.Subject.CommonName != "system:node:n1" || !slices.Equal(got.Subject.Organization, []string{"system:nodes"}) {
+				t.Errorf("subject %v", got.Subject)
+			}
+			if !slices.Equal(got.DNSNames, tc.dns) && (len(got.DNSNames) != 0 || len(tc.dns) != 0) {
+				t.Errorf("DNS names %q, want %q", got.DNSNames, tc.dns)
+			}
+			if ips := ipStrings(got.IPAddresses); !slices.Equal(ips, tc.ips) {
+				t.Errorf("IP addresses %q, want %q", ips, tc.ips)
+			}
+		})
+	}
+}
+
+// TestTemplateChanged: as upstream's manager, a template that the
+// certificate does not satisfy and that was not the last request's is a
+// change; one already requested, or satisfied, is not.
+func TestTemplateChanged(t *testing.T) {
+	cert := &x509.Certificate{
+		Subject:  pkix.Name{CommonName: "system:node:n1", Organization: []string{"system:nodes"}},
+		DNSNames: []string{"n1"}, IPAddresses: []net.IP{net.ParseIP("10.0.0.1")},
+	}
+	tmpl := func(ips ...string) *x509.CertificateRequest {
+		var addrs []corev1.NodeAddress
+		for _, ip := range ips {
+			addrs = append(addrs, corev1.NodeAddress{Type: corev1.NodeInternalIP, Address: ip})
+		}
+		return ServingCertificateTemplate("n1", append(addrs, corev1.NodeAddress{Type: corev1.NodeHostName, Address: "n1"}))
+	}
+	for _, tc := range []struct {
+		name           string
+		cert           *x509.Certificate
+		last, template *x509.CertificateRequest
+		want           bool
+	}{
+		{"no template, no certificate, nothing asked", nil, nil, nil, false},
+		{"first addresses", nil, nil, tmpl("10.0.0.1"), true},
+		{"first addresses already asked for", nil, tmpl("10.0.0.1"), tmpl("10.0.0.1"), false},
+		{"addresses changed while a request waits", nil, tmpl("10.0.0.1"), tmpl("10.0.0.2"), true},
+		{"satisfied", cert, tmpl("10.0.0.1"), tmpl("10.0.0.1"), false},
+		{"satisfied, another last request", cert, tmpl("10.0.0.2"), tmpl("10.0.0.1"), false},
+		{"new address", cert, tmpl("10.0.0.1"), tmpl("10.0.0.1", "10.0.0.2"), true},
+		{"addresses gone", cert, tmpl("10.0.0.1"), nil, false},
+	} {
+		if got := templateChanged(tc.cert, tc.last, tc.template); got != tc.want {
+			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
+		}
 	}
 }
 

@@ -102,6 +102,9 @@ type Kubelet struct {
 	// certs are the certificate managers /metrics reports
 	// (SetCertificateManagers).
 	certs atomic.Pointer[[2]*CertificateManager]
+	// addresses are the node's addresses in the last status it posted
+	// (NodeAddresses), for the serving certificate's SANs.
+	addresses atomic.Pointer[[]v1.NodeAddress]
 
 	// evictions is the eviction manager (its pressure conditions are
 	// copied into pressure); simEviction its provider on a simulated node.

@@ -238,6 +238,7 @@ func (k *Kubelet) updateNodeStatus(ctx context.Context, force bool) error {
 		n.Status = st
 		updated, err := k.client.CoreV1().Nodes().UpdateStatus(ctx, n, metav1.UpdateOptions{})
 		if err == nil {
+			k.addresses.Store(&updated.Status.Addresses)
 			k.mu.Lock()
 			k.node = updated
 			k.lastNodeReport = now
