@@ -791,8 +791,9 @@ func closedWatchers(reg prometheus.Gatherer) map[string]int {
 }
 
 // requestCounts counts the API server's answers whose code passes keep,
-// by "METHOD resource[/subresource]" (apiserver_request_total, whose verb
-// label is the HTTP method).
+// by "VERB resource[/subresource]" (apiserver_request_total's verb label:
+// the HTTP method, but LIST, WATCH, APPLY and CONNECT as kube-apiserver
+// reports them).
 func requestCounts(reg prometheus.Gatherer, keep func(code string) bool) map[string]int {
 	return counterSums(reg, "apiserver_request_total", func(labels map[string]string) (string, bool) {
 		key := labels["verb"] + " " + labels["resource"]

@@ -257,8 +257,8 @@ type runtimeSnapshot struct {
 	load1      float64
 	// From the process's Prometheus registries: etcd's WAL fsyncs
 	// (etcd_disk_wal_fsync_duration_seconds), the API server's mutating
-	// requests (apiserver_request_duration_seconds of POST, PUT, PATCH and
-	// DELETE) and its 429 answers.
+	// requests (apiserver_request_duration_seconds of POST, PUT, PATCH,
+	// APPLY and DELETE) and its 429 answers.
 	fsync, mutating rtHistogram
 	throttled       uint64
 	closedWatchers  uint64 // apiserver_terminated_watchers_total
@@ -338,7 +338,8 @@ func (s *runtimeSnapshot) readRegistries(regs ...prometheus.Gatherer) {
 	}
 }
 
-var mutatingVerbs = map[string]bool{"POST": true, "PUT": true, "PATCH": true, "DELETE": true}
+// APPLY is a server-side apply (a PATCH kube-apiserver reports apart).
+var mutatingVerbs = map[string]bool{"POST": true, "PUT": true, "PATCH": true, "APPLY": true, "DELETE": true}
 
 // rtHistogram is a runtime/metrics Float64Histogram: Counts[i] between
 // Buckets[i] and Buckets[i+1].

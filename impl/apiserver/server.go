@@ -380,9 +380,9 @@ func New(cfg Config) (*Server, error) {
 	if reg == nil {
 		reg = prometheus.NewRegistry()
 	}
-	served := make([]string, 0, len(cfg.Resources))
+	served := make([]schema.GroupVersionResource, 0, len(cfg.Resources))
 	for _, r := range cfg.Resources {
-		served = append(served, r.Name)
+		served = append(served, r.GroupVersionResource())
 	}
 	m, err := metrics.New(reg, served)
 	if err != nil {

@@ -141,6 +141,14 @@ func TestHealthAndMetrics(t *testing.T) {
 	}
 	e.do("GET", "/api/v1/namespaces/default/configmaps/missing", nil)
 	e.do("POST", "/api/v1/namespaces/default/configmaps", []byte(`{"metadata":{"name":"m"}}`))
+	e.do("POST", "/api/v1/namespaces/default/configmaps?dryRun=All", []byte(`{"metadata":{"name":"dry"}}`))
+	e.do("GET", "/api/v1/namespaces/default/configmaps/m", nil)
+	e.do("GET", "/api/v1/namespaces/default/configmaps", nil)
+	e.do("GET", "/api/v1/configmaps", nil)
+	if r := e.do("PATCH", "/api/v1/namespaces/default/configmaps/m?fieldManager=test", []byte(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"m"},"data":{"a":"b"}}`),
+		"Content-Type", "application/apply-patch+yaml"); r.code != 200 {
+		t.Fatalf("apply: %d %s", r.code, r.body)
+	}
 	// an open watch is counted as long-running.
 	c, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -149,24 +157,37 @@ func TestHealthAndMetrics(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer w.Stop()
+	// kube-apiserver's labels and values: LIST for collections, APPLY for
+	// server-side apply, scope resource/namespace/cluster, dry_run All.
+	const longRunning = `apiserver_longrunning_requests{component="apiserver",group="",resource="pods",scope="namespace",subresource="",verb="WATCH",version="v1"} 1`
 	deadline := time.Now().Add(10 * time.Second)
 	var body string
 	for time.Now().Before(deadline) {
 		body = string(e.do("GET", "/metrics", nil).body)
-		if strings.Contains(body, `apiserver_longrunning_requests{resource="pods",verb="WATCH"} 1`) {
+		if strings.Contains(body, longRunning) {
 			break
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
 	for _, want := range []string{
-		`apiserver_request_total{code="404",resource="configmaps",subresource="",verb="GET"} 1`,
-		`apiserver_request_total{code="201",resource="configmaps",subresource="",verb="POST"} 1`,
-		`apiserver_request_duration_seconds_bucket{resource="configmaps",verb="POST",le="+Inf"} 1`,
-		`apiserver_longrunning_requests{resource="pods",verb="WATCH"} 1`,
+		`apiserver_request_total{code="404",component="apiserver",dry_run="",group="",resource="configmaps",scope="resource",subresource="",verb="GET",version="v1"} 1`,
+		`apiserver_request_total{code="200",component="apiserver",dry_run="",group="",resource="configmaps",scope="resource",subresource="",verb="GET",version="v1"} 1`,
+		`apiserver_request_total{code="201",component="apiserver",dry_run="",group="",resource="configmaps",scope="resource",subresource="",verb="POST",version="v1"} 1`,
+		`apiserver_request_total{code="201",component="apiserver",dry_run="All",group="",resource="configmaps",scope="resource",subresource="",verb="POST",version="v1"} 1`,
+		`apiserver_request_total{code="200",component="apiserver",dry_run="",group="",resource="configmaps",scope="namespace",subresource="",verb="LIST",version="v1"} 1`,
+		`apiserver_request_total{code="200",component="apiserver",dry_run="",group="",resource="configmaps",scope="cluster",subresource="",verb="LIST",version="v1"} 1`,
+		`apiserver_request_total{code="200",component="apiserver",dry_run="",group="",resource="configmaps",scope="resource",subresource="",verb="APPLY",version="v1"} 1`,
+		`apiserver_request_duration_seconds_bucket{component="apiserver",dry_run="",group="",resource="configmaps",scope="resource",subresource="",verb="POST",version="v1",le="0.005"}`,
+		`apiserver_request_duration_seconds_bucket{component="apiserver",dry_run="",group="",resource="configmaps",scope="resource",subresource="",verb="POST",version="v1",le="+Inf"} 1`,
+		longRunning,
 	} {
 		if !strings.Contains(body, want) {
 			t.Errorf("metrics lack %s", want)
 		}
+	}
+	// Paths that are no served resource are not counted.
+	if strings.Contains(body, `apiserver_request_total{code="200",component="apiserver",dry_run="",group="",resource="",`) {
+		t.Errorf("non-resource requests counted:\n%s", body)
 	}
 }
 

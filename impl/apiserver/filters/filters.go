@@ -58,7 +58,8 @@ func WithRequestInfo(next http.Handler) http.Handler {
 	})
 }
 
-// WithMetrics records every request's verb, resource, code and latency.
+// WithMetrics records requests' verb, resource, code and latency as
+// kube-apiserver counts them (metrics.Metrics.Observe).
 func WithMetrics(next http.Handler, m *metrics.Metrics) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
@@ -73,7 +74,7 @@ func WithMetrics(next http.Handler, m *metrics.Metrics) http.Handler {
 		if code == 0 {
 			code = http.StatusOK
 		}
-		m.Observe(request.InfoFrom(r.Context()), code, time.Since(start))
+		m.Observe(r, code, time.Since(start))
 	})
 }
 

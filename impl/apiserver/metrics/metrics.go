@@ -1,44 +1,62 @@
-// Package metrics defines the API server's Prometheus metrics, named as
-// kube-apiserver names them.
+// Package metrics defines the API server's request metrics, named and
+// labelled as kube-apiserver's (apiserver_request_total,
+// apiserver_request_duration_seconds, apiserver_longrunning_requests, all
+// STABLE): verb, dry_run, group, version, resource, subresource, scope,
+// component and code, with the values kube-apiserver reports.
 package metrics
 
 import (
 	"fmt"
+	"net/http"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/kubeproof/kubeproof/impl/apiserver/request"
 	"github.com/kubeproof/kubeproof/impl/internal/stability"
 )
+
+// Component is the component label of every request kube-apiserver's
+// generic API server counts.
+const Component = "apiserver"
 
 // Metrics are the request metrics of one server.
 type Metrics struct {
 	requests    *prometheus.CounterVec
 	latency     *prometheus.HistogramVec
 	longRunning *prometheus.GaugeVec
-	// served are the resource names the server serves; a request for
-	// anything else is labelled with resource "" so that request paths
-	// cannot create unbounded (or invalid) label values.
-	served map[string]bool
+	// served are the resources the server serves. A request for anything
+	// else never reaches an instrumented handler in kube-apiserver (it is
+	// a 404 of the router), so it is not counted, save a 429 of the
+	// in-flight limit or priority and fairness, which kube-apiserver counts
+	// too: here with empty group, version and resource, so that request
+	// paths cannot create unbounded (or invalid) label values.
+	served map[schema.GroupVersionResource]bool
 	// observed caches the children of requests and latency per label
-	// values (observerKey -> *observers): a child's lookup hashes its
-	// label values on every request. Bounded as the vectors are.
+	// values (labels -> *observers): a child's lookup hashes its label
+	// values on every request. Bounded as the vectors are.
 	observed sync.Map
 }
 
+// labels are one request's label values but the code.
+type labels struct {
+	verb, dryRun, group, version, resource, subresource, scope string
+}
+
 type observerKey struct {
-	verb, resource, subresource string
-	code                        int
-	longRunning                 bool // no latency is observed
+	labels
+	code    int
+	latency bool // the request's latency is observed too
 }
 
 type observers struct {
 	requests prometheus.Counter
-	latency  prometheus.Observer // nil for long-running requests
+	latency  prometheus.Observer // nil when not observed
 }
 
 // Subresources are the subresource names that may appear as a label value.
@@ -47,25 +65,44 @@ var Subresources = map[string]bool{
 	"attach": true, "portforward": true, "ephemeralcontainers": true, "proxy": true, "eviction": true, "token": true, "resize": true,
 }
 
-// New registers the metrics on reg. served lists the resource names
-// (plural, e.g. "pods") the server serves.
-func New(reg prometheus.Registerer, served []string) (*Metrics, error) {
+// connectSubresources are the subresources kube-apiserver reports with
+// verb CONNECT whatever the method.
+var connectSubresources = map[string]bool{"log": true, "exec": true, "portforward": true, "attach": true, "proxy": true}
+
+// reportedVerbs are the verb label values kube-apiserver reports; any
+// other verb is reported as "other".
+var reportedVerbs = map[string]bool{
+	"APPLY": true, "CONNECT": true, "CREATE": true, "DELETE": true, "DELETECOLLECTION": true, "GET": true, "LIST": true,
+	"PATCH": true, "POST": true, "PROXY": true, "PUT": true, "UPDATE": true, "WATCH": true, "WATCHLIST": true,
+}
+
+// applyYAML is the content type that makes a PATCH a server-side apply in
+// the verb label (kube-apiserver compares the header with the YAML apply
+// patch type only, exactly).
+const applyYAML = "application/apply-patch+yaml"
+
+// latencyBuckets are apiserver_request_duration_seconds' bucket bounds.
+var latencyBuckets = []float64{0.005, 0.025, 0.05, 0.1, 0.2, 0.4, 0.6, 0.8, 1.0, 1.25, 1.5, 2, 3,
+	4, 5, 6, 8, 10, 15, 20, 30, 45, 60}
+
+// New registers the metrics on reg. served lists the resources the
+// server serves.
+func New(reg prometheus.Registerer, served []schema.GroupVersionResource) (*Metrics, error) {
 	m := &Metrics{
-		served: map[string]bool{},
+		served: map[schema.GroupVersionResource]bool{},
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "apiserver_request_total",
-			Help: stability.Stable.Help("Counter of apiserver requests broken out for each verb, resource, subresource and HTTP response code."),
-		}, []string{"verb", "resource", "subresource", "code"}),
+			Help: stability.Stable.Help("Counter of apiserver requests broken out for each verb, dry run value, group, version, resource, scope, component, and HTTP response code."),
+		}, []string{"verb", "dry_run", "group", "version", "resource", "subresource", "scope", "component", "code"}),
 		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name: "apiserver_request_duration_seconds",
-			Help: stability.Stable.Help("Response latency distribution in seconds for each verb and resource."),
-			Buckets: []float64{0.005, 0.025, 0.05, 0.1, 0.2, 0.4, 0.6, 0.8, 1.0, 1.25, 1.5, 2, 3,
-				4, 5, 6, 8, 10, 15, 20, 30, 45, 60},
-		}, []string{"verb", "resource"}),
+			Name:    "apiserver_request_duration_seconds",
+			Help:    stability.Stable.Help("Response latency distribution in seconds for each verb, dry run value, group, version, resource, subresource, scope and component."),
+			Buckets: latencyBuckets,
+		}, []string{"verb", "dry_run", "group", "version", "resource", "subresource", "scope", "component"}),
 		longRunning: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "apiserver_longrunning_requests",
-			Help: stability.Stable.Help("Gauge of all active long-running apiserver requests (watches) broken out by verb and resource."),
-		}, []string{"verb", "resource"}),
+			Help: stability.Stable.Help("Gauge of all active long-running apiserver requests broken out by verb, group, version, resource, scope and component. Not all requests are tracked this way."),
+		}, []string{"verb", "group", "version", "resource", "subresource", "scope", "component"}),
 	}
 	for _, r := range served {
 		m.served[r] = true
@@ -78,44 +115,121 @@ func New(reg prometheus.Registerer, served []string) (*Metrics, error) {
 	return m, nil
 }
 
-// ReportVerb is the verb label kube-apiserver reports for a request.
-func ReportVerb(info *request.Info) string {
-	if info == nil {
+// Scope is the scope label of a request: "resource" for one named object
+// or a create, "namespace" for a collection in a namespace, "cluster" for
+// a cluster-wide collection, "" for a non-resource request.
+func Scope(info *request.Info) string {
+	switch {
+	case info == nil:
 		return ""
+	case info.Name != "" || info.Verb == "create":
+		return "resource"
+	case info.Namespace != "":
+		return "namespace"
+	case info.IsResourceRequest:
+		return "cluster"
 	}
-	if !info.IsResourceRequest {
-		return strings.ToUpper(info.Verb)
-	}
-	switch info.Verb {
-	case "get":
-		return "GET"
-	case "list":
-		return "LIST"
-	case "watch":
-		return "WATCH"
-	case "create":
-		return "POST"
-	case "update":
-		return "PUT"
-	case "patch":
-		return "PATCH"
-	case "delete", "deletecollection":
-		return "DELETE"
-	}
-	return strings.ToUpper(info.Verb)
+	return ""
 }
 
-// Observe records one finished request.
-func (m *Metrics) Observe(info *request.Info, code int, d time.Duration) {
-	verb := ReportVerb(info)
-	res, sub := m.labels(info)
-	longRunning := info != nil && info.IsLongRunning()
-	key := observerKey{verb, res, sub, code, longRunning}
+// Verb is the verb label kube-apiserver reports for r: the HTTP method,
+// GET and HEAD of a collection as LIST, a watch (watch path, or a GET
+// whose first watch parameter is neither "0" nor "false") as WATCH, a
+// PATCH with the YAML apply patch content type as APPLY, a request of a
+// streaming subresource (log, exec, attach, portforward, proxy) as
+// CONNECT, and any method outside kube-apiserver's list as "other".
+func Verb(r *http.Request, info *request.Info) string {
+	method := strings.ToUpper(r.Method)
+	verb := method
+	scope := Scope(info)
+	if (method == http.MethodGet || method == http.MethodHead) && scope != "resource" && scope != "" {
+		verb = "LIST"
+	}
+	if method == http.MethodGet && watchParam(r) {
+		verb = "WATCH"
+	}
+	if method == http.MethodPatch && r.Header.Get("Content-Type") == applyYAML {
+		verb = "APPLY"
+	}
+	if info != nil && info.IsResourceRequest && connectSubresources[info.Subresource] {
+		verb = "CONNECT"
+	}
+	if info != nil && info.IsResourceRequest && info.Verb == "watch" {
+		verb = "WATCH" // also the /watch/ path
+	}
+	if !reportedVerbs[verb] {
+		return "other"
+	}
+	return verb
+}
+
+// watchParam reports whether r's first watch query value asks for a
+// watch (anything but "0" and "false", case-insensitively).
+func watchParam(r *http.Request) bool {
+	if !strings.Contains(r.URL.RawQuery, "watch") {
+		return false
+	}
+	v, ok := r.URL.Query()["watch"]
+	if !ok || len(v) == 0 {
+		return false
+	}
+	s := strings.ToLower(v[0])
+	return s != "0" && s != "false"
+}
+
+// DryRun is the dry_run label of r: "" without a dryRun parameter,
+// "invalid" when one of its values is not "All", else its distinct values
+// sorted and joined by commas ("All").
+func DryRun(r *http.Request) string {
+	if !strings.Contains(r.URL.RawQuery, "dryRun") {
+		return ""
+	}
+	values := r.URL.Query()["dryRun"]
+	seen := map[string]bool{}
+	var out []string
+	for _, v := range values {
+		if v != "All" {
+			return "invalid"
+		}
+		if !seen[v] {
+			seen[v] = true
+			out = append(out, v)
+		}
+	}
+	sort.Strings(out)
+	return strings.Join(out, ",")
+}
+
+// labelsOf are r's label values, and whether kube-apiserver counts a
+// request like it answered with code, with or without its latency: a
+// request of a served resource (and a known subresource) with it, any
+// other request only when refused with 429 by the in-flight limit or
+// priority and fairness, with empty group, version and resource.
+func (m *Metrics) labelsOf(r *http.Request, info *request.Info, code int) (l labels, counted, latency bool) {
+	l = labels{verb: Verb(r, info), dryRun: DryRun(r), scope: Scope(info)}
+	if info != nil && info.IsResourceRequest &&
+		m.served[schema.GroupVersionResource{Group: info.APIGroup, Version: info.APIVersion, Resource: info.Resource}] &&
+		(info.Subresource == "" || Subresources[info.Subresource]) {
+		l.group, l.version, l.resource, l.subresource = info.APIGroup, info.APIVersion, info.Resource, info.Subresource
+		return l, true, true
+	}
+	return l, code == http.StatusTooManyRequests, false
+}
+
+// Observe records one finished request r (its request info in its
+// context) answered with code after d.
+func (m *Metrics) Observe(r *http.Request, code int, d time.Duration) {
+	l, counted, withLatency := m.labelsOf(r, request.InfoFrom(r.Context()), code)
+	if !counted {
+		return
+	}
+	key := observerKey{l, code, withLatency}
 	o, ok := m.observed.Load(key)
 	if !ok {
-		obs := &observers{requests: m.requests.WithLabelValues(verb, res, sub, strconv.Itoa(code))}
-		if !longRunning {
-			obs.latency = m.latency.WithLabelValues(verb, res)
+		obs := &observers{requests: m.requests.WithLabelValues(l.verb, l.dryRun, l.group, l.version, l.resource,
+			l.subresource, l.scope, Component, strconv.Itoa(code))}
+		if withLatency {
+			obs.latency = m.latency.WithLabelValues(l.verb, l.dryRun, l.group, l.version, l.resource, l.subresource, l.scope, Component)
 		}
 		o, _ = m.observed.LoadOrStore(key, obs)
 	}
@@ -126,22 +240,17 @@ func (m *Metrics) Observe(info *request.Info, code int, d time.Duration) {
 	}
 }
 
-// labels are the resource and subresource label values of a request: only
-// served resources and known subresource names, never raw path segments.
-func (m *Metrics) labels(info *request.Info) (resource, subresource string) {
-	if info == nil || !m.served[info.Resource] {
-		return "", ""
-	}
-	if Subresources[info.Subresource] {
-		return info.Resource, info.Subresource
-	}
-	return info.Resource, ""
-}
-
-// WatchStarted counts an open watch until the returned func is called.
+// WatchStarted counts an open watch of a served resource until the
+// returned func is called.
 func (m *Metrics) WatchStarted(info *request.Info) func() {
-	res, _ := m.labels(info)
-	g := m.longRunning.WithLabelValues(ReportVerb(info), res)
+	if info == nil || !m.served[schema.GroupVersionResource{Group: info.APIGroup, Version: info.APIVersion, Resource: info.Resource}] {
+		return func() {}
+	}
+	sub := info.Subresource
+	if !Subresources[sub] {
+		sub = ""
+	}
+	g := m.longRunning.WithLabelValues("WATCH", info.APIGroup, info.APIVersion, info.Resource, sub, Scope(info), Component)
 	g.Inc()
 	return g.Dec
 }

@@ -1,104 +1,230 @@
 package metrics
 
 import (
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"sort"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/kubeproof/kubeproof/impl/apiserver/request"
 )
 
-// TestLabelsComeFromServedResourcesOnly: request paths never become label
-// values, so a client cannot make the server panic (non-UTF-8 labels) or
-// grow its metrics without bound (one series per made-up name).
-func TestLabelsComeFromServedResourcesOnly(t *testing.T) {
-	reg := prometheus.NewRegistry()
-	m, err := New(reg, []string{"pods", "replicasets"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, info := range []*request.Info{
-		{IsResourceRequest: true, Verb: "get", Resource: "replicasets", Subresource: "x.00/0000\x800"},
-		{IsResourceRequest: true, Verb: "get", Resource: "no-such-\xff", Subresource: "status"},
-		{IsResourceRequest: true, Verb: "get", Resource: "pods", Subresource: "status"},
-		{IsResourceRequest: true, Verb: "list", Resource: "made-up-1"},
-		{IsResourceRequest: true, Verb: "list", Resource: "made-up-2"},
-		nil,
-	} {
-		m.Observe(info, 404, time.Millisecond) // must not panic
-	}
-	families, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	got := 0
-	for _, mf := range families {
-		if mf.GetName() == "apiserver_request_total" {
-			got = len(mf.GetMetric())
-		}
-	}
-	// replicasets/"" (bad subresource dropped), ""/"" (unserved: twice for GET,
-	// both LISTs share one series), pods/status, and the nil request.
-	if got != 5 {
-		var b strings.Builder
-		for _, mf := range families {
-			b.WriteString(mf.String())
-		}
-		t.Fatalf("%d series, want 5:\n%s", got, b.String())
-	}
-	done := m.WatchStarted(&request.Info{IsResourceRequest: true, Verb: "watch", Resource: "bogus\xff"})
-	done()
+var testServed = []schema.GroupVersionResource{
+	{Version: "v1", Resource: "configmaps"}, {Version: "v1", Resource: "pods"}, {Version: "v1", Resource: "namespaces"},
+	{Group: "apps", Version: "v1", Resource: "deployments"},
 }
 
-// Requests with the same labels count in the same series (the server
-// keeps each series' children); a watch counts but has no latency.
+// req is a request as it reaches the metrics filter: its info parsed
+// into its context.
+func req(method, target string, header ...string) *http.Request {
+	r := httptest.NewRequest(method, target, nil)
+	for i := 0; i+1 < len(header); i += 2 {
+		r.Header.Set(header[i], header[i+1])
+	}
+	return r.WithContext(request.NewContext(r.Context(), r))
+}
+
+// series are the family's series as "name{label=value,...} value",
+// labels sorted by name; a histogram's value is its sample count.
+func series(t *testing.T, reg prometheus.Gatherer, name string) []string {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			out = append(out, name+"{"+labelText(m)+"} "+value(m))
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+func labelText(m *dto.Metric) string {
+	var ls []string
+	for _, l := range m.GetLabel() {
+		ls = append(ls, l.GetName()+"="+l.GetValue())
+	}
+	sort.Strings(ls)
+	return strings.Join(ls, ",")
+}
+
+func value(m *dto.Metric) string {
+	switch {
+	case m.GetCounter() != nil:
+		return fmt.Sprint(m.GetCounter().GetValue())
+	case m.GetGauge() != nil:
+		return fmt.Sprint(m.GetGauge().GetValue())
+	case m.GetHistogram() != nil:
+		return fmt.Sprint(m.GetHistogram().GetSampleCount())
+	}
+	return "?"
+}
+
+// TestRequestLabelsAsKubeAPIServer: each request's apiserver_request_total
+// labels are kube-apiserver's: LIST for collections, WATCH for watches
+// (parameter or path), APPLY for a YAML apply patch, CONNECT for streaming
+// subresources, scope resource/namespace/cluster, dry_run "" / "All" /
+// "invalid", component apiserver; requests of resources not served are
+// not counted unless refused with 429.
+func TestRequestLabelsAsKubeAPIServer(t *testing.T) {
+	for _, tc := range []struct {
+		r    *http.Request
+		code int
+		want string // labels; "" when not counted
+	}{
+		{req("POST", "/api/v1/namespaces/ns/configmaps"), 201,
+			"code=201,component=apiserver,dry_run=,group=,resource=configmaps,scope=resource,subresource=,verb=POST,version=v1"},
+		{req("POST", "/api/v1/namespaces/ns/configmaps?dryRun=All"), 201,
+			"code=201,component=apiserver,dry_run=All,group=,resource=configmaps,scope=resource,subresource=,verb=POST,version=v1"},
+		{req("POST", "/api/v1/namespaces/ns/configmaps?dryRun=All&dryRun=All"), 201,
+			"code=201,component=apiserver,dry_run=All,group=,resource=configmaps,scope=resource,subresource=,verb=POST,version=v1"},
+		{req("POST", "/api/v1/namespaces/ns/configmaps?dryRun=Some"), 400,
+			"code=400,component=apiserver,dry_run=invalid,group=,resource=configmaps,scope=resource,subresource=,verb=POST,version=v1"},
+		{req("POST", "/api/v1/namespaces"), 201,
+			"code=201,component=apiserver,dry_run=,group=,resource=namespaces,scope=resource,subresource=,verb=POST,version=v1"},
+		{req("GET", "/api/v1/namespaces/ns/configmaps"), 200,
+			"code=200,component=apiserver,dry_run=,group=,resource=configmaps,scope=namespace,subresource=,verb=LIST,version=v1"},
+		{req("GET", "/api/v1/configmaps?limit=5"), 200,
+			"code=200,component=apiserver,dry_run=,group=,resource=configmaps,scope=cluster,subresource=,verb=LIST,version=v1"},
+		{req("GET", "/api/v1/namespaces/ns/configmaps/a"), 404,
+			"code=404,component=apiserver,dry_run=,group=,resource=configmaps,scope=resource,subresource=,verb=GET,version=v1"},
+		{req("GET", "/api/v1/namespaces/ns"), 200,
+			"code=200,component=apiserver,dry_run=,group=,resource=namespaces,scope=resource,subresource=,verb=GET,version=v1"},
+		{req("GET", "/api/v1/namespaces/ns/configmaps?watch=true"), 200,
+			"code=200,component=apiserver,dry_run=,group=,resource=configmaps,scope=namespace,subresource=,verb=WATCH,version=v1"},
+		{req("GET", "/api/v1/namespaces/ns/configmaps?watch=0"), 200,
+			"code=200,component=apiserver,dry_run=,group=,resource=configmaps,scope=namespace,subresource=,verb=LIST,version=v1"},
+		{req("GET", "/api/v1/watch/configmaps"), 200,
+			"code=200,component=apiserver,dry_run=,group=,resource=configmaps,scope=cluster,subresource=,verb=WATCH,version=v1"},
+		{req("PATCH", "/apis/apps/v1/namespaces/ns/deployments/d?fieldManager=m", "Content-Type", "application/apply-patch+yaml"), 200,
+			"code=200,component=apiserver,dry_run=,group=apps,resource=deployments,scope=resource,subresource=,verb=APPLY,version=v1"},
+		{req("PATCH", "/apis/apps/v1/namespaces/ns/deployments/d", "Content-Type", "application/merge-patch+json"), 200,
+			"code=200,component=apiserver,dry_run=,group=apps,resource=deployments,scope=resource,subresource=,verb=PATCH,version=v1"},
+		{req("PUT", "/apis/apps/v1/namespaces/ns/deployments/d/scale"), 200,
+			"code=200,component=apiserver,dry_run=,group=apps,resource=deployments,scope=resource,subresource=scale,verb=PUT,version=v1"},
+		{req("DELETE", "/api/v1/namespaces/ns/configmaps"), 200,
+			"code=200,component=apiserver,dry_run=,group=,resource=configmaps,scope=namespace,subresource=,verb=DELETE,version=v1"},
+		{req("GET", "/api/v1/namespaces/ns/pods/p/log"), 200,
+			"code=200,component=apiserver,dry_run=,group=,resource=pods,scope=resource,subresource=log,verb=CONNECT,version=v1"},
+		{req("OPTIONS", "/api/v1/namespaces/ns/configmaps/a"), 405,
+			"code=405,component=apiserver,dry_run=,group=,resource=configmaps,scope=resource,subresource=,verb=other,version=v1"},
+		// Not served: no series (kube-apiserver's router answers 404).
+		{req("GET", "/api/v1/namespaces/ns/made-up"), 404, ""},
+		{req("GET", "/apis/made.up/v1/configmaps"), 404, ""},
+		{req("GET", "/api/v2/configmaps"), 404, ""},
+		{req("GET", "/api/v1/namespaces/ns/configmaps/a/x.00%2F0000%800"), 404, ""},
+		{req("GET", "/healthz"), 200, ""},
+		// Refused by the in-flight limit: counted, without path labels.
+		{req("GET", "/api/v1/no-such-%ff"), 429,
+			"code=429,component=apiserver,dry_run=,group=,resource=,scope=cluster,subresource=,verb=LIST,version="},
+		{req("GET", "/version"), 429,
+			"code=429,component=apiserver,dry_run=,group=,resource=,scope=,subresource=,verb=GET,version="},
+	} {
+		reg := prometheus.NewRegistry()
+		m, err := New(reg, testServed)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m.Observe(tc.r, tc.code, time.Millisecond) // must not panic
+		got := series(t, reg, "apiserver_request_total")
+		var want []string
+		if tc.want != "" {
+			want = []string{"apiserver_request_total{" + tc.want + "} 1"}
+		}
+		if strings.Join(got, "\n") != strings.Join(want, "\n") {
+			t.Errorf("%s %s (%d):\n got %v\nwant %v", tc.r.Method, tc.r.URL, tc.code, got, want)
+		}
+	}
+}
+
+// TestObserveCountsPerSeries: requests with the same labels count in the
+// same series (the server keeps each series' children); watches are timed
+// too, as kube-apiserver times them; a 429 of an unserved path counts
+// without latency.
 func TestObserveCountsPerSeries(t *testing.T) {
 	reg := prometheus.NewRegistry()
-	m, err := New(reg, []string{"configmaps"})
+	m, err := New(reg, testServed)
 	if err != nil {
 		t.Fatal(err)
 	}
-	create := &request.Info{IsResourceRequest: true, Verb: "create", Resource: "configmaps"}
-	watch := &request.Info{IsResourceRequest: true, Verb: "watch", Resource: "configmaps"}
 	for range 3 {
-		m.Observe(create, 201, 2*time.Millisecond)
+		m.Observe(req("POST", "/api/v1/namespaces/a/configmaps"), 201, 2*time.Millisecond)
 	}
-	m.Observe(create, 409, time.Millisecond)
-	m.Observe(watch, 200, time.Minute)
-	families, err := reg.Gather()
+	m.Observe(req("POST", "/api/v1/namespaces/b/configmaps"), 409, time.Millisecond)
+	m.Observe(req("GET", "/api/v1/configmaps?watch=1"), 200, time.Minute)
+	m.Observe(req("GET", "/healthz"), 429, time.Millisecond)
+	const cm = "component=apiserver,dry_run=,group=,resource=configmaps,"
+	want := []string{
+		"apiserver_request_duration_seconds{" + cm + "scope=cluster,subresource=,verb=WATCH,version=v1} 1",
+		"apiserver_request_duration_seconds{" + cm + "scope=resource,subresource=,verb=POST,version=v1} 4",
+		"apiserver_request_total{code=200," + cm + "scope=cluster,subresource=,verb=WATCH,version=v1} 1",
+		"apiserver_request_total{code=201," + cm + "scope=resource,subresource=,verb=POST,version=v1} 3",
+		"apiserver_request_total{code=409," + cm + "scope=resource,subresource=,verb=POST,version=v1} 1",
+		"apiserver_request_total{code=429,component=apiserver,dry_run=,group=,resource=,scope=,subresource=,verb=GET,version=} 1",
+	}
+	got := append(series(t, reg, "apiserver_request_duration_seconds"), series(t, reg, "apiserver_request_total")...)
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("got\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// TestLatencyBuckets: apiserver_request_duration_seconds has
+// kube-apiserver's bucket bounds.
+func TestLatencyBuckets(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	m, err := New(reg, testServed)
 	if err != nil {
 		t.Fatal(err)
 	}
-	counts := map[string]float64{}
-	for _, mf := range families {
-		for _, mt := range mf.GetMetric() {
-			var labels []string
-			for _, l := range mt.GetLabel() {
-				labels = append(labels, l.GetValue())
-			}
-			key := mf.GetName() + "{" + strings.Join(labels, ",") + "}"
-			switch {
-			case mt.GetCounter() != nil:
-				counts[key] = mt.GetCounter().GetValue()
-			case mt.GetHistogram() != nil:
-				counts[key] = float64(mt.GetHistogram().GetSampleCount())
+	m.Observe(req("GET", "/api/v1/namespaces/ns/pods/p"), 200, time.Millisecond)
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, mf := range mfs {
+		if mf.GetName() == "apiserver_request_duration_seconds" {
+			for _, b := range mf.GetMetric()[0].GetHistogram().GetBucket() {
+				got = append(got, fmt.Sprint(b.GetUpperBound()))
 			}
 		}
 	}
-	want := map[string]float64{
-		"apiserver_request_total{201,configmaps,,POST}":       3,
-		"apiserver_request_total{409,configmaps,,POST}":       1,
-		"apiserver_request_total{200,configmaps,,WATCH}":      1,
-		"apiserver_request_duration_seconds{configmaps,POST}": 4,
+	want := "0.005 0.025 0.05 0.1 0.2 0.4 0.6 0.8 1 1.25 1.5 2 3 4 5 6 8 10 15 20 30 45 60"
+	if strings.Join(got, " ") != want {
+		t.Errorf("buckets %v, want %s", got, want)
 	}
-	for k, v := range want {
-		if counts[k] != v {
-			t.Errorf("%s = %v, want %v (all: %v)", k, counts[k], v, counts)
-		}
+}
+
+// TestWatchStartedLabels: an open watch is in apiserver_longrunning_requests
+// with kube-apiserver's labels until it ends; a watch of an unserved
+// resource is not.
+func TestWatchStartedLabels(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	m, err := New(reg, testServed)
+	if err != nil {
+		t.Fatal(err)
 	}
-	if len(counts) != len(want) {
-		t.Errorf("series %v, want %v", counts, want)
+	done := m.WatchStarted(request.Parse(httptest.NewRequest("GET", "/apis/apps/v1/namespaces/ns/deployments?watch=true", nil)))
+	m.WatchStarted(request.Parse(httptest.NewRequest("GET", "/api/v1/bogus%ff?watch=true", nil)))()
+	want := "apiserver_longrunning_requests{component=apiserver,group=apps,resource=deployments,scope=namespace,subresource=,verb=WATCH,version=v1} 1"
+	if got := series(t, reg, "apiserver_longrunning_requests"); strings.Join(got, "\n") != want {
+		t.Errorf("got %v, want %s", got, want)
+	}
+	done()
+	if got := series(t, reg, "apiserver_longrunning_requests"); len(got) != 1 || !strings.HasSuffix(got[0], "} 0") {
+		t.Errorf("after the watch: %v", got)
 	}
 }
