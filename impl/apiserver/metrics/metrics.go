@@ -59,10 +59,12 @@ type observers struct {
 	latency  prometheus.Observer // nil when not observed
 }
 
-// Subresources are the subresource names that may appear as a label value.
+// Subresources are the subresource names that may appear as a label value
+// (those the server serves); a request of another is not counted.
 var Subresources = map[string]bool{
 	"status": true, "scale": true, "binding": true, "finalize": true, "log": true, "exec": true,
 	"attach": true, "portforward": true, "ephemeralcontainers": true, "proxy": true, "eviction": true, "token": true, "resize": true,
+	"approval": true,
 }
 
 // connectSubresources are the subresources kube-apiserver reports with

@@ -19,6 +19,7 @@ import (
 var testServed = []schema.GroupVersionResource{
 	{Version: "v1", Resource: "configmaps"}, {Version: "v1", Resource: "pods"}, {Version: "v1", Resource: "namespaces"},
 	{Group: "apps", Version: "v1", Resource: "deployments"},
+	{Group: "certificates.k8s.io", Version: "v1", Resource: "certificatesigningrequests"},
 }
 
 // req is a request as it reaches the metrics filter: its info parsed
@@ -115,6 +116,8 @@ func TestRequestLabelsAsKubeAPIServer(t *testing.T) {
 			"code=200,component=apiserver,dry_run=,group=apps,resource=deployments,scope=resource,subresource=,verb=PATCH,version=v1"},
 		{req("PUT", "/apis/apps/v1/namespaces/ns/deployments/d/scale"), 200,
 			"code=200,component=apiserver,dry_run=,group=apps,resource=deployments,scope=resource,subresource=scale,verb=PUT,version=v1"},
+		{req("PUT", "/apis/certificates.k8s.io/v1/certificatesigningrequests/c/approval"), 200,
+			"code=200,component=apiserver,dry_run=,group=certificates.k8s.io,resource=certificatesigningrequests,scope=resource,subresource=approval,verb=PUT,version=v1"},
 		{req("DELETE", "/api/v1/namespaces/ns/configmaps"), 200,
 			"code=200,component=apiserver,dry_run=,group=,resource=configmaps,scope=namespace,subresource=,verb=DELETE,version=v1"},
 		{req("GET", "/api/v1/namespaces/ns/pods/p/log"), 200,
