@@ -164,7 +164,7 @@ func eventTTLFlag(ttl time.Duration) time.Duration {
 
 // addCountPollFlag adds kube-apiserver's --etcd-count-metric-poll-period.
 func addCountPollFlag(fs *pflag.FlagSet, p *time.Duration) {
-	fs.DurationVar(p, "etcd-count-metric-poll-period", time.Minute, "How often the stored objects of each resource are counted (apiserver_storage_objects, API Priority and Fairness's list work estimates); 0 disables.")
+	fs.DurationVar(p, "etcd-count-metric-poll-period", time.Minute, "How often the stored objects of each resource are counted (apiserver_resource_objects, API Priority and Fairness's list work estimates); 0 disables.")
 }
 
 // countPollFlag is cluster's EtcdCountMetricPollPeriod for

@@ -124,7 +124,7 @@ func createMany(t *testing.T, n int, create func(i int) error) {
 
 // TestListTakesSeatsByObjectCount: with lists estimated by object count
 // (SizeBasedListCostEstimate off) and 450 configmaps stored (counted into
-// apiserver_storage_objects), a list of them from the watch cache takes
+// apiserver_resource_objects), a list of them from the watch cache takes
 // ceil(450/100) = 5 seats, all of its level's: while it runs, even a
 // one-seat list of the level is turned away. Four one-seat lists leave
 // one seat: a fifth gets it, the big list does not.
@@ -137,8 +137,8 @@ func TestListTakesSeatsByObjectCount(t *testing.T) {
 		return err
 	})
 	// 451 with the API server's legacy token tracking ConfigMap.
-	eventually(t, "apiserver_storage_objects counts the configmaps", func() bool {
-		return strings.Contains(string(e.do("GET", "/metrics", nil).body), `apiserver_storage_objects{resource="configmaps"} 451`)
+	eventually(t, "apiserver_resource_objects counts the configmaps", func() bool {
+		return strings.Contains(string(e.do("GET", "/metrics", nil).body), `apiserver_resource_objects{group="",resource="configmaps"} 451`)
 	})
 	list := func(resource string) response {
 		return e.do("GET", "/api/v1/namespaces/default/"+resource+"?resourceVersion=0", nil, "Impersonate-User", "lister")
@@ -221,8 +221,8 @@ func TestListTakesSeatsBySize(t *testing.T) {
 	// 451 configmaps with the API server's legacy token tracking one.
 	eventually(t, "the configmaps and the secrets are counted and weighed", func() bool {
 		m := string(e.do("GET", "/metrics", nil).body)
-		return strings.Contains(m, `apiserver_storage_objects{resource="configmaps"} 451`) &&
-			strings.Contains(m, `apiserver_storage_objects{resource="secrets"} 450`) &&
+		return strings.Contains(m, `apiserver_resource_objects{group="",resource="configmaps"} 451`) &&
+			strings.Contains(m, `apiserver_resource_objects{group="",resource="secrets"} 450`) &&
 			sizeOf(m, "configmaps") > 0 && sizeOf(m, "secrets") > 900_000
 	})
 	m := string(e.do("GET", "/metrics", nil).body)

@@ -14,8 +14,9 @@ import (
 // TestMetricsHelpStability: the API server's /metrics starts each help
 // text with the metric's stability level, as kube-apiserver's
 // component-base metrics do: STABLE request metrics, BETA and ALPHA API
-// Priority and Fairness metrics, ALPHA service account counters, and the
-// deprecated STABLE apiserver_storage_objects with its deprecation note.
+// Priority and Fairness metrics, ALPHA service account counters and
+// apiserver_resource_objects (the deprecated apiserver_storage_objects is
+// hidden in 1.37, so absent).
 // No scraped family lacks a level (the Go and process collectors aside,
 // which upstream leaves bare too).
 func TestMetricsHelpStability(t *testing.T) {
@@ -34,12 +35,12 @@ func TestMetricsHelpStability(t *testing.T) {
 		"# HELP apiserver_flowcontrol_current_executing_requests [BETA] ",
 		"# HELP apiserver_flowcontrol_work_estimated_seats [ALPHA] ",
 		"# HELP serviceaccount_legacy_tokens_total [ALPHA] Cumulative legacy service account tokens used\n",
-		"# HELP apiserver_storage_objects [STABLE] (Deprecated since 1.34.0) ",
+		"# HELP apiserver_resource_objects [ALPHA] ",
 	}
 	var body string
 	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
 		body = string(e.do("GET", "/metrics", nil).body)
-		if strings.Contains(body, "\napiserver_storage_objects{") {
+		if strings.Contains(body, "\napiserver_resource_objects{") {
 			break
 		}
 	}
@@ -47,6 +48,9 @@ func TestMetricsHelpStability(t *testing.T) {
 		if !strings.Contains(body, w) {
 			t.Errorf("/metrics lacks %q", w)
 		}
+	}
+	if strings.Contains(body, "apiserver_storage_objects") {
+		t.Error("/metrics shows apiserver_storage_objects, hidden in kube-apiserver 1.37")
 	}
 	bare, err := stability.Unannotated(reg)
 	if err != nil {

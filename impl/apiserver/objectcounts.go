@@ -17,8 +17,8 @@ import (
 // objectCounts polls the stats of the stored objects of every served
 // resource (their number and average size, storage.Stats), as
 // kube-apiserver's registry stores do every
-// --etcd-count-metric-poll-period: it sets apiserver_storage_objects
-// {resource} (-1 when the storage could not count), with size-based list
+// --etcd-count-metric-poll-period: it sets apiserver_resource_objects
+// {group,resource} (-1 when the storage could not count), with size-based list
 // estimates apiserver_resource_size_estimate_bytes{group,resource} (their
 // average size times their number; -1 when the storage failed, or knows
 // no size of objects it has) and, with API Priority and Fairness, the
@@ -55,11 +55,16 @@ func newObjectCounts(reg prometheus.Registerer, resources []countedResource, tra
 	if period == 0 {
 		period = flowcontrol.ObjectCountPollPeriod
 	}
+	// kube-apiserver 1.37 also defines apiserver_storage_objects{resource}
+	// (STABLE, deprecated since 1.34.0), but hides it: component-base
+	// hides a STABLE metric from the third minor release after its
+	// deprecation on (1.37 here), shown again only with
+	// --show-hidden-metrics-for-version, a flag kubeproof's API server
+	// does not have. Its replacement is this one.
 	gauge := prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Name: "apiserver_storage_objects",
-		// STABLE upstream, and deprecated there since 1.34.0.
-		Help: stability.Stable.DeprecatedHelp("1.34.0", "Objects stored per resource at the last count (-1: the storage could not count them)."),
-	}, []string{"resource"})
+		Name: "apiserver_resource_objects",
+		Help: stability.Alpha.Help("Number of stored objects at the time of last check split by kind. In case of a fetching error, the value will be -1."),
+	}, []string{"group", "resource"})
 	if err := reg.Register(gauge); err != nil {
 		return nil, err
 	}
@@ -67,7 +72,7 @@ func newObjectCounts(reg prometheus.Registerer, resources []countedResource, tra
 	if sizes {
 		o.sizes = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "apiserver_resource_size_estimate_bytes",
-			Help: stability.Alpha.Help("Estimated bytes of the stored objects per resource at the last count: their average stored size times their number (-1: the storage failed, or knows no size of its objects)."),
+			Help: stability.Alpha.Help("Estimated size of stored objects in database. Estimate is based on sum of last observed sizes of serialized objects. In case of a fetching error, the value will be -1."),
 		}, []string{"group", "resource"})
 		if err := reg.Register(o.sizes); err != nil {
 			return nil, err
@@ -118,7 +123,7 @@ func (o *objectCounts) countAll(ctx context.Context) {
 		case st.ObjectCount > 0 && st.EstimatedAverageObjectSizeBytes <= 0:
 			size = -1
 		}
-		o.gauge.WithLabelValues(name).Set(count)
+		o.gauge.WithLabelValues(r.gr.Group, r.gr.Resource).Set(count)
 		if o.sizes != nil {
 			o.sizes.WithLabelValues(r.gr.Group, r.gr.Resource).Set(size)
 		}

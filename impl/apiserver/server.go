@@ -197,7 +197,7 @@ type Config struct {
 	DisablePriorityAndFairness bool
 	// EtcdCountMetricPollPeriod (--etcd-count-metric-poll-period) is how
 	// often the stored objects of each resource are counted (with their
-	// average size), for apiserver_storage_objects,
+	// average size), for apiserver_resource_objects,
 	// apiserver_resource_size_estimate_bytes and API Priority and
 	// Fairness's list work estimates: default one minute, negative: never.
 	EtcdCountMetricPollPeriod time.Duration

@@ -52,7 +52,7 @@ type APIServerConfig struct {
 	ServingCert *tls.Certificate
 	ClientCA    *x509.CertPool
 	// EtcdCountMetricPollPeriod is how often the stored objects are
-	// counted (apiserver_storage_objects, API Priority and Fairness's list
+	// counted (apiserver_resource_objects, API Priority and Fairness's list
 	// estimates): 0 means the default (one minute), negative never.
 	EtcdCountMetricPollPeriod time.Duration
 	// KubeletClientTLS: how pods/log, pods/exec and nodes/proxy reach kubelets.

@@ -63,7 +63,7 @@ type Config struct {
 	// DefaultEventTTL; negative: forever).
 	EventTTL time.Duration
 	// EtcdCountMetricPollPeriod is how often the API server counts the
-	// stored objects of each resource (apiserver_storage_objects, API
+	// stored objects of each resource (apiserver_resource_objects, API
 	// Priority and Fairness's list work estimates): 0 means the default
 	// (one minute), negative never.
 	EtcdCountMetricPollPeriod time.Duration

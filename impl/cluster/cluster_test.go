@@ -85,7 +85,7 @@ func kubernetesFromKubeconfig(path string) (kubernetes.Interface, error) {
 
 // TestEtcdCountMetricPollPeriod: Config.EtcdCountMetricPollPeriod (`kubeproof
 // up --etcd-count-metric-poll-period`) reaches the API server. At 200 ms,
-// apiserver_storage_objects follows configmaps created after the start
+// apiserver_resource_objects follows configmaps created after the start
 // within seconds; at the one-minute default it would still show the count
 // of the start.
 func TestEtcdCountMetricPollPeriod(t *testing.T) {
@@ -113,7 +113,7 @@ func TestEtcdCountMetricPollPeriod(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, f := range families {
-			if f.GetName() != "apiserver_storage_objects" {
+			if f.GetName() != "apiserver_resource_objects" {
 				continue
 			}
 			for _, m := range f.GetMetric() {
@@ -145,7 +145,7 @@ func TestEtcdCountMetricPollPeriod(t *testing.T) {
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("apiserver_storage_objects{resource=\"configmaps\"} = %v (reported: %v), want %v", got, ok, want)
+			t.Fatalf("apiserver_resource_objects{resource=\"configmaps\"} = %v (reported: %v), want %v", got, ok, want)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}

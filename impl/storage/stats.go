@@ -4,7 +4,7 @@ import "context"
 
 // Stats are what a store tells of its resource's stored objects, as
 // kube-apiserver's storage.Stats: the API server polls them for
-// apiserver_storage_objects, apiserver_resource_size_estimate_bytes and
+// apiserver_resource_objects, apiserver_resource_size_estimate_bytes and
 // API Priority and Fairness's list work estimates.
 type Stats struct {
 	// ObjectCount is the number of stored objects.

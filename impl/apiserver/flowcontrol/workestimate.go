@@ -296,7 +296,7 @@ func (e *Estimator) listWork(info *request.Info, rawQuery string) ListWork {
 		w.CountErr = ErrCountUnknown
 	} else {
 		var st storage.Stats
-		// Keyed as the API server sets them: apiserver_storage_objects'
+		// Keyed as kube-apiserver's deprecated apiserver_storage_objects'
 		// resource label, resource[.group].
 		gr := schema.GroupResource{Group: info.APIGroup, Resource: info.Resource}
 		st, w.CountErr = e.Counts.Get(gr.String())
