@@ -61,8 +61,20 @@ func TestFactoryStoresUnderPrefixAndRecordsMetrics(t *testing.T) {
 	if !strings.HasPrefix(string(resp.Kvs[0].Value), "k8s\x00") {
 		t.Fatalf("stored bytes %q do not start with the protobuf magic", resp.Kvs[0].Value[:8])
 	}
-	if m := sample(t, reg, "etcd_request_duration_seconds", map[string]string{"operation": "create", "type": "configmaps"}); m.GetHistogram().GetSampleCount() != 1 {
-		t.Fatal("no etcd_request_duration_seconds{operation=create,type=configmaps} sample after a create")
+	// Labelled as kube-apiserver's: operation, group and resource.
+	created := map[string]string{"operation": "create", "group": "", "resource": "configmaps"}
+	for _, name := range []string{"etcd_request_duration_seconds", "etcd_requests_total"} {
+		m := sample(t, reg, name, created)
+		if m == nil || (m.GetHistogram().GetSampleCount() != 1 && m.GetCounter().GetValue() != 1) {
+			t.Fatalf("no %s{operation=create,group=,resource=configmaps} sample of 1 after a create: %v", name, m)
+		}
+		var names []string
+		for _, l := range m.GetLabel() {
+			names = append(names, l.GetName())
+		}
+		if strings.Join(names, ",") != "group,operation,resource" {
+			t.Errorf("%s labels %v, want group, operation, resource", name, names)
+		}
 	}
 	got := &corev1.ConfigMap{}
 	if err := s.Get(ctx, res.ResourcePrefix+"/ns/a", storage.GetOptions{}, got); err != nil || got.Data["k"] != "v" {
