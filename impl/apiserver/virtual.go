@@ -10,6 +10,7 @@ import (
 	authorizationv1 "k8s.io/api/authorization/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
@@ -90,6 +91,7 @@ func (s *Server) serveVirtual(w http.ResponseWriter, r *http.Request, gv schema.
 			endpoints.WriteError(w, r, s.codecs, err, gr, "")
 			return true
 		}
+		wipeSystemFields(in)
 		if err := matchRequestNamespace(in, v.namespaced, info.Namespace); err != nil {
 			endpoints.WriteError(w, r, s.codecs, err, gr, "")
 			return true
@@ -102,6 +104,25 @@ func (s *Server) serveVirtual(w http.ResponseWriter, r *http.Request, gv schema.
 		s.writeObject(w, r, http.StatusCreated, out, v.gvr.GroupVersion())
 	}
 	return true
+}
+
+// wipeSystemFields clears the metadata the server owns (creation
+// timestamp, uid, deletion timestamp and grace period, selfLink) from a
+// review's body, as kube-apiserver's create handler does before its REST
+// sees a top-level object: a review echoing such fields is answered, not
+// refused by its empty-metadata validation. (serviceaccounts/token,
+// served by serveTokenRequest, keeps them, as upstream's TokenRequest
+// subresource asks its handler to.)
+func wipeSystemFields(obj runtime.Object) {
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return
+	}
+	m.SetCreationTimestamp(metav1.Time{})
+	m.SetUID("")
+	m.SetDeletionTimestamp(nil)
+	m.SetDeletionGracePeriodSeconds(nil)
+	m.SetSelfLink("")
 }
 
 // matchRequestNamespace gives obj the request's namespace as
