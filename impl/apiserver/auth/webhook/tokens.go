@@ -5,11 +5,11 @@ import (
 	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
-	"strings"
 	"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
@@ -116,12 +116,26 @@ func (t *TokenAuthenticator) authenticate(ctx context.Context, token string, aud
 }
 
 // cacheKey keys the cache by the audiences asked for and the token,
-// hashed so that tokens are not kept in memory.
+// hashed so that tokens are not kept in memory. Every string is written
+// after its length and the audiences after their number, as
+// kube-apiserver's token cache derives its keys: joined with a separator,
+// audiences a TokenReview may carry (["a\x00b"] and ["a", "b"], [""] and
+// none) would share a key, and an answer for one set of audiences would
+// be served for the other.
 func (t *TokenAuthenticator) cacheKey(token string, audiences []string) string {
 	h := hmac.New(sha256.New, t.hashKey)
-	h.Write([]byte(strings.Join(audiences, "\x00")))
-	h.Write([]byte{0xff})
+	var n [4]byte
+	writeLen := func(l int) {
+		binary.BigEndian.PutUint32(n[:], uint32(l))
+		h.Write(n[:])
+	}
+	writeLen(len(token))
 	h.Write([]byte(token))
+	writeLen(len(audiences))
+	for _, a := range audiences {
+		writeLen(len(a))
+		h.Write([]byte(a))
+	}
 	return string(h.Sum(nil))
 }
 

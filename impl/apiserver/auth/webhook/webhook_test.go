@@ -341,3 +341,45 @@ func TestTokenAuthenticatorForOtherAudiences(t *testing.T) {
 		t.Errorf("webhook asked for %v, want %v (one review per audiences asked for)", asked, want)
 	}
 }
+
+// The answer cached for one set of audiences is never served for another
+// that runs together with it when joined (["a\x00b"] and ["a", "b"]; [""]
+// and none): the webhook accepts the token for exactly the first set
+// only, and is asked again for the second, which it refuses.
+func TestTokenAuthenticatorCacheKeySeparatesAudiences(t *testing.T) {
+	for _, tc := range []struct{ accepted, other []string }{
+		{[]string{"a\x00b"}, []string{"a", "b"}},
+		{[]string{"a", "b"}, []string{"a\x00b"}},
+		{[]string{""}, nil},
+		{[]string{"", ""}, []string{"\x00"}},
+	} {
+		var calls int
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			calls++
+			var tr authenticationv1.TokenReview
+			_ = json.NewDecoder(r.Body).Decode(&tr)
+			status := map[string]any{}
+			if reflect.DeepEqual(tr.Spec.Audiences, tc.accepted) {
+				status = map[string]any{"authenticated": true, "user": map[string]any{"username": "dave"}, "audiences": tc.accepted}
+			}
+			w.Header().Set("Content-Type", "application/json")
+			_ = json.NewEncoder(w).Encode(map[string]any{"apiVersion": "authentication.k8s.io/v1", "kind": "TokenReview", "status": status})
+		}))
+		ta, err := webhook.NewTokenAuthenticator(webhook.TokenAuthenticatorConfig{Client: client(t, srv.URL, noRetry()),
+			CacheTTL: time.Minute, Now: newClock().Now})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx := context.Background()
+		if _, _, ok, err := ta.AuthenticateTokenFor(ctx, "tok", tc.accepted); !ok || err != nil {
+			t.Fatalf("%q: %v %v, want accepted", tc.accepted, ok, err)
+		}
+		if u, auds, ok, err := ta.AuthenticateTokenFor(ctx, "tok", tc.other); ok || err != nil {
+			t.Errorf("%q after %q: %v %q %v %v, want refused (the answer for %q served)", tc.other, tc.accepted, u, auds, ok, err, tc.accepted)
+		}
+		if calls != 2 {
+			t.Errorf("%q after %q: webhook asked %d times, want 2", tc.other, tc.accepted, calls)
+		}
+		srv.Close()
+	}
+}
