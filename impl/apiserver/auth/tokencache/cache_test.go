@@ -359,3 +359,28 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 		time.Sleep(time.Millisecond)
 	}
 }
+
+// TestTokenIsInTheKey: an acceptance cached for one token is never served
+// for another with the same audiences, however close (a prefix, an
+// extension, the token with the audiences run into it); each is
+// authenticated itself and refused.
+func TestTokenIsInTheKey(t *testing.T) {
+	clock := &fakeClock{now: time.Unix(1_800_000_000, 0)}
+	f := &counting{}
+	c, _ := newCache(t, f.fetch, clock, Config{})
+	auds := []string{"a"}
+	if res := c.Authenticate(context.Background(), "good", auds); !res.OK {
+		t.Fatalf("good: %+v, want accepted", res)
+	}
+	for i, tok := range []string{"goo", "good ", "gooda", "", "GOOD", "good\x00a"} {
+		if res := c.Authenticate(context.Background(), tok, auds); res.OK || res.User != nil {
+			t.Errorf("%q after good: %+v, want refused (good's acceptance served)", tok, res)
+		}
+		if n := f.calls.Load(); n != int32(i+2) {
+			t.Errorf("%q after good: %d authentications, want %d", tok, n, i+2)
+		}
+	}
+	if res := c.Authenticate(context.Background(), "good", auds); !res.OK || f.calls.Load() != 7 {
+		t.Errorf("good again: %+v, %d authentications, want cached", res, f.calls.Load())
+	}
+}
