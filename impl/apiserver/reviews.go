@@ -333,15 +333,19 @@ func (s *Server) localSubjectAccessReview(r *http.Request, info *request.Info, i
 }
 
 func (s *Server) selfSubjectRulesReview(r *http.Request, _ *request.Info, in runtime.Object) (runtime.Object, error) {
-	rev := in.(*authorizationv1.SelfSubjectRulesReview)
-	if rev.Spec.Namespace == "" {
-		return nil, invalid("SelfSubjectRulesReview", field.ErrorList{field.Required(field.NewPath("spec", "namespace"), "")})
+	// As kube-apiserver's REST: no namespace is a 400 (there is no
+	// validation for this kind), and the answer is a new object holding
+	// only the status, not the request echoed.
+	req := in.(*authorizationv1.SelfSubjectRulesReview)
+	if req.Spec.Namespace == "" {
+		return nil, apierrors.NewBadRequest("no namespace on request")
 	}
+	rev := &authorizationv1.SelfSubjectRulesReview{}
 	rr, ok := s.authorizer.(auth.RuleResolver)
 	if !ok {
 		return nil, apierrors.NewMethodNotSupported(authorizationv1.SchemeGroupVersion.WithResource("selfsubjectrulesreviews").GroupResource(), "create")
 	}
-	rules, nonResource, incomplete, err := rr.RulesFor(r.Context(), request.UserFrom(r.Context()), rev.Spec.Namespace)
+	rules, nonResource, incomplete, err := rr.RulesFor(r.Context(), request.UserFrom(r.Context()), req.Spec.Namespace)
 	rev.Status = authorizationv1.SubjectRulesReviewStatus{ResourceRules: rules, NonResourceRules: nonResource, Incomplete: incomplete}
 	if rev.Status.ResourceRules == nil {
 		rev.Status.ResourceRules = []authorizationv1.ResourceRule{}
@@ -367,14 +371,17 @@ func userInfo(u *request.User) authenticationv1.UserInfo {
 	return out
 }
 
-func (s *Server) selfSubjectReview(r *http.Request, _ *request.Info, in runtime.Object) (runtime.Object, error) {
-	rev := in.(*authenticationv1.SelfSubjectReview)
+func (s *Server) selfSubjectReview(r *http.Request, _ *request.Info, _ runtime.Object) (runtime.Object, error) {
 	u := request.UserFrom(r.Context())
 	if u == nil {
 		return nil, apierrors.NewUnauthorized("Unauthorized")
 	}
-	rev.Status.UserInfo = userInfo(u)
-	return rev, nil
+	// As kube-apiserver's REST: a new object, created now, with the
+	// user's information; nothing of the request is echoed.
+	return &authenticationv1.SelfSubjectReview{
+		ObjectMeta: metav1.ObjectMeta{CreationTimestamp: metav1.Now()},
+		Status:     authenticationv1.SelfSubjectReviewStatus{UserInfo: userInfo(u)},
+	}, nil
 }
 
 // tokenReview authenticates spec.token for spec.audiences (the API
