@@ -358,8 +358,9 @@ func newKubeletCommand() *cobra.Command {
 			// client certificate for a while.
 			var certErr error
 			if clientCerts != nil {
+				exitAfter, period := clientCertExitPeriodsOf(ctx)
 				wg.Go(func() {
-					if certErr = clientCerts.WatchExpiry(ctx, clientCertExitAfter, clientCertCheckPeriod); certErr != nil {
+					if certErr = clientCerts.WatchExpiry(ctx, exitAfter, period); certErr != nil {
 						stop()
 					}
 				})

@@ -246,9 +246,6 @@ func TestKubeletExitsWithoutClientCertificate(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a cluster")
 	}
-	exitAfter, period := clientCertExitAfter, clientCertCheckPeriod
-	clientCertExitAfter, clientCertCheckPeriod = 2*time.Second, 100*time.Millisecond
-	t.Cleanup(func() { clientCertExitAfter, clientCertCheckPeriod = exitAfter, period })
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	dir := t.TempDir()
@@ -307,7 +304,7 @@ func TestKubeletExitsWithoutClientCertificate(t *testing.T) {
 			"--root-dir", filepath.Join(dir, "root"), "--pod-logs-dir", filepath.Join(dir, "logs")})
 		root.SetOut(new(discard))
 		root.SetErr(new(discard))
-		done <- root.ExecuteContext(ctx)
+		done <- root.ExecuteContext(withClientCertExitPeriods(ctx, 2*time.Second, 100*time.Millisecond))
 	}()
 	select {
 	case err := <-done:
@@ -316,6 +313,7 @@ func TestKubeletExitsWithoutClientCertificate(t *testing.T) {
 			t.Errorf("kubelet returned %v, want %q", err, want)
 		}
 	case <-ctx.Done():
+		<-done // the kubelet ends with ctx: none left running
 		t.Fatal("the kubelet did not exit without a valid client certificate")
 	}
 }
