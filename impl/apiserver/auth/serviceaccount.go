@@ -307,18 +307,18 @@ func NewTokenID() (string, error) {
 // leeway): a token is accepted until a minute after its exp.
 const tokenClockSkew = time.Minute
 
-// checkTokenTimes checks a token's time claims against now, allowing
-// tokenClockSkew, in the order go-jose's claim validation (which
-// kube-apiserver's service account validator uses) checks them: nbf, exp,
-// then, for a bound token (withIAT), iat, which may not be in the future
-// (kube-apiserver's legacy validator does not look at iat).
-func checkTokenTimes(c *tokenClaims, now time.Time, withIAT bool) error {
+// checkTokenTimes checks a bound token's time claims against now,
+// allowing tokenClockSkew, in the order go-jose's claim validation (which
+// kube-apiserver's bound token validator uses) checks them: nbf, exp, then
+// iat, which may not be in the future. kube-apiserver's legacy validator
+// checks none of them.
+func checkTokenTimes(c *tokenClaims, now time.Time) error {
 	switch {
 	case c.NotBefore != nil && now.Add(tokenClockSkew).Before(c.NotBefore.time()):
 		return errors.New("service account token is not valid yet")
 	case c.Expiry != nil && now.Add(-tokenClockSkew).After(c.Expiry.time()):
 		return errors.New("service account token has expired")
-	case withIAT && c.IssuedAt != nil && now.Add(tokenClockSkew).Before(c.IssuedAt.time()):
+	case c.IssuedAt != nil && now.Add(tokenClockSkew).Before(c.IssuedAt.time()):
 		return errors.New("service account token is issued in the future")
 	}
 	return nil
@@ -340,9 +340,6 @@ func (s *ServiceAccountTokens) AuthenticateToken(ctx context.Context, token stri
 		return nil, false, nil
 	}
 	if err := verifyJWS(hdr.Alg, hdr.Kid, signing, sig, s.verifyKeys()); err != nil {
-		return nil, false, err
-	}
-	if err := checkTokenTimes(&c, s.now(), !legacy); err != nil {
 		return nil, false, err
 	}
 	if len(c.Audience) == 0 {
@@ -467,6 +464,11 @@ func (s *ServiceAccountTokens) validateBound(ctx context.Context, c *tokenClaims
 	}
 	if !slices.ContainsFunc(c.Audience, func(a string) bool { return slices.Contains(s.audiences(), a) }) {
 		return nil, false, fmt.Errorf("token audiences %q is invalid for the target audiences %q", []string(c.Audience), s.audiences())
+	}
+	// The time claims after the audiences, as kube-apiserver's token
+	// authenticator checks the audiences before its validator does the times.
+	if err := checkTokenTimes(c, s.now()); err != nil {
+		return nil, false, err
 	}
 	k := c.Kubernetes
 	if k == nil || k.Namespace == "" || k.ServiceAccount.Name == "" {
