@@ -26,8 +26,12 @@
 //     _request_duration_seconds (status hit or miss), _fetch_total (status
 //     ok or error) and _active_fetch_count (status in_flight or blocked).
 //
-// Entries live in a least-recently-used list of at most MaxEntries (32768,
-// kube-apiserver's 32 stripes of 1024): an expired entry is dropped when
+// Entries live in a least-recently-used list of at most MaxEntries (32768).
+// kube-apiserver's cache (32 stripes of expiring maps) has no such bound:
+// it holds every entry for its TTL, removing expired ones as new ones are
+// stored; since only acceptances are cached, its size follows the valid
+// tokens seen in 10 s. Here, more than 32768 of them within 10 s are
+// authenticated again sooner than there. An expired entry is dropped when
 // looked up, and the least recently used one when a new one needs room,
 // so expired entries never hold more than that bound.
 package tokencache
