@@ -218,7 +218,15 @@ rules:
 	}
 	svc.mu.Lock()
 	defer svc.mu.Unlock()
-	if len(svc.lists) != 2 || len(svc.lists[0].Items) != 1 || svc.lists[0].Items[0].Stage != audit.StageRequestReceived {
-		t.Errorf("after recovery the service got %d lists, want 2 single-event ones (RequestReceived, ResponseComplete)", len(svc.lists))
+	// The server's own requests (the legacy token tracking ConfigMap's
+	// informer and writes, as system:apiserver) are audited too: left aside.
+	var lists []audit.EventList
+	for _, l := range svc.lists {
+		if len(l.Items) > 0 && l.Items[0].User.Username != apiserver.APIServerUser {
+			lists = append(lists, l)
+		}
+	}
+	if len(lists) != 2 || len(lists[0].Items) != 1 || lists[0].Items[0].Stage != audit.StageRequestReceived {
+		t.Errorf("after recovery the service got %d lists of the client's requests, want 2 single-event ones (RequestReceived, ResponseComplete)", len(lists))
 	}
 }
