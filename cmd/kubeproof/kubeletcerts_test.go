@@ -308,7 +308,7 @@ func TestKubeletExitsWithoutClientCertificate(t *testing.T) {
 	}()
 	select {
 	case err := <-done:
-		const want = "It has been 2s since a valid client cert was found and the server is responsive, exiting."
+		const want = "No valid client certificate is found and the server is responsive, exiting."
 		if err == nil || err.Error() != want {
 			t.Errorf("kubelet returned %v, want %q", err, want)
 		}

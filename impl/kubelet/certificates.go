@@ -617,12 +617,13 @@ const (
 // no valid one (none, or expired) for longer than exitAfter since
 // lastValid and the API server answers its requests (serverHealthy); an
 // unanswering server only logs, a restart being what might help. The
-// message is upstream's; "" is no exit. Pure.
+// message is upstream's (its structured one, the times in the log's
+// attributes); "" is no exit. Pure.
 func ClientCertificateExit(now, lastValid time.Time, valid, serverHealthy bool, exitAfter time.Duration) string {
 	if valid || exitAfter <= 0 || !now.After(lastValid.Add(exitAfter)) || !serverHealthy {
 		return ""
 	}
-	return fmt.Sprintf("It has been %s since a valid client cert was found and the server is responsive, exiting.", exitAfter)
+	return "No valid client certificate is found and the server is responsive, exiting."
 }
 
 // ServerAnswered is what the error of a CertificateSigningRequest's
@@ -675,10 +676,11 @@ func (m *CertificateManager) WatchExpiry(ctx context.Context, exitAfter, period 
 		}
 		healthy := m.ServerHealthy()
 		if msg := ClientCertificateExit(now, lastValid, valid, healthy, exitAfter); msg != "" {
-			m.cfg.Logger.Error(msg)
+			m.cfg.Logger.Error(msg, "lastCertificateAvailabilityTime", lastValid, "shutdownThreshold", exitAfter)
 			return errors.New(msg)
 		} else if !valid && now.After(lastValid.Add(exitAfter)) {
-			m.cfg.Logger.Error(fmt.Sprintf("It has been %s since a valid client cert was found, but the server is not responsive. A restart may be necessary to retrieve new initial credentials.", exitAfter))
+			m.cfg.Logger.Error("No valid client certificate is found but the server is not responsive. A restart may be necessary to retrieve new initial credentials.",
+				"lastCertificateAvailabilityTime", lastValid, "shutdownThreshold", exitAfter)
 		}
 	}
 }
