@@ -55,7 +55,7 @@ func newAPIServerCommand() *cobra.Command {
 				return err
 			}
 			completeAuthorizationModes(cmd.Flags(), &authOpts)
-			if err := validateAPIServerOptions(etcdServers, securePort, services, authOpts); err != nil {
+			if err := validateAPIServerOptions(etcdServers, bindAddress, securePort, services, authOpts); err != nil {
 				return err
 			}
 			serving, clientCA, err := apiserverCredentials(tlsCertFile, tlsKeyFile, clientCAFile, certDir)
@@ -120,10 +120,12 @@ func newAPIServerCommand() *cobra.Command {
 // Services ranges and the advertised address's family), are reported
 // together as one aggregate ("[a, b]"; one error as it is); then an
 // unknown --endpoint-reconciler-type, which kube-apiserver finds while
-// building its configuration. Files are read and certificates generated
-// after it (see cluster.AuthOptions.Validate for where kube-apiserver
-// differs).
-func validateAPIServerOptions(etcdServers []string, securePort int, services cluster.ServiceOptions, auth cluster.AuthOptions) error {
+// building its configuration. The advertised address's family is
+// checked as kube-apiserver defaults it: a specific bind address stands
+// for an absent or unspecified --advertise-address. Files are read and
+// certificates generated after it (see cluster.AuthOptions.Validate for
+// where kube-apiserver differs).
+func validateAPIServerOptions(etcdServers []string, bindAddress net.IP, securePort int, services cluster.ServiceOptions, auth cluster.AuthOptions) error {
 	if err := services.Complete(); err != nil {
 		return err
 	}
@@ -133,7 +135,7 @@ func validateAPIServerOptions(etcdServers []string, securePort int, services clu
 	}
 	errs = append(errs, cluster.ValidateSecurePort(securePort)...)
 	errs = append(errs, auth.Validate()...)
-	return finishServiceValidation(errs, services)
+	return finishServiceValidation(errs, services.WithBindAddress(bindAddress))
 }
 
 // finishServiceValidation appends the Services flags' validation errors

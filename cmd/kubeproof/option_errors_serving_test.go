@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"net"
 	"testing"
 
@@ -88,10 +89,58 @@ func TestServiceOptionsValidAreAccepted(t *testing.T) {
 		// the none reconciler writes no Endpoints: any advertised family
 		{ClusterIPRange: "fd00::/108", AdvertiseAddress: net.ParseIP("192.0.2.1"), EndpointReconcilerType: "none"},
 	} {
-		if err := validateAPIServerOptions([]string{"http://127.0.0.1:1"}, 6443, o, cluster.AuthOptions{}); err != nil {
+		if err := validateAPIServerOptions([]string{"http://127.0.0.1:1"}, net.IPv4(127, 0, 0, 1), 6443, o, cluster.AuthOptions{}); err != nil {
 			t.Errorf("%+v: %v", o, err)
 		}
 	}
+}
+
+// TestAdvertisedFamilyAsKubeAPIServerDefaultsIt: an unspecified
+// --advertise-address counts as none given, and without one
+// kube-apiserver advertises a bind address that is neither unspecified
+// nor loopback: the family check applies to that, in its words; an
+// unspecified or loopback bind address (the host's address is advertised)
+// is not refused.
+func TestAdvertisedFamilyAsKubeAPIServerDefaultsIt(t *testing.T) {
+	for _, tc := range []struct {
+		advertise, bind string
+		ranges          string
+		reconciler      string
+		want            string
+	}{
+		{advertise: "::", bind: "127.0.0.1", ranges: "10.96.0.0/12"},
+		{advertise: "0.0.0.0", bind: "::", ranges: "fd00::/108"},
+		{bind: "::1", ranges: "10.96.0.0/12"},
+		{bind: "::", ranges: "10.96.0.0/12"},
+		{bind: "0.0.0.0", ranges: "fd00::/108"},
+		{bind: "192.0.2.1", ranges: "10.96.0.0/12,fd00::/108"},
+		{advertise: "192.0.2.1", bind: "fd00::5", ranges: "10.96.0.0/12"},
+		{bind: "fd00::5", ranges: "10.96.0.0/12",
+			want: `service IP family "10.96.0.0/12" must match public address family "fd00::5"`},
+		{advertise: "::", bind: "192.0.2.1", ranges: "fd00::/108",
+			want: `service IP family "fd00::/108" must match public address family "192.0.2.1"`},
+		// the none reconciler writes no Endpoints: no check
+		{advertise: "::", bind: "192.0.2.1", ranges: "fd00::/108", reconciler: "none"},
+	} {
+		o := cluster.ServiceOptions{ClusterIPRange: tc.ranges, AdvertiseAddress: net.ParseIP(tc.advertise), EndpointReconcilerType: tc.reconciler}
+		err := validateAPIServerOptions([]string{"http://127.0.0.1:1"}, net.ParseIP(tc.bind), 6443, o, cluster.AuthOptions{})
+		if got := fmt.Sprint(err); (tc.want == "" && err != nil) || (tc.want != "" && got != tc.want) {
+			t.Errorf("advertise %q bind %q ranges %q: error %v, want %q", tc.advertise, tc.bind, tc.ranges, err, tc.want)
+		}
+	}
+}
+
+// TestAPIServerBindAddressFamilyChecked: `kubeproof apiserver` with a
+// specific --bind-address of another family than the service range and
+// no --advertise-address is refused before it writes anything, as
+// kube-apiserver refuses it.
+func TestAPIServerBindAddressFamilyChecked(t *testing.T) {
+	certDir := t.TempDir()
+	err := runCommandErr(t, "apiserver", "--cert-dir", certDir, "--etcd-servers", "http://127.0.0.1:1", "--bind-address", "fd00::5")
+	if want := `service IP family "10.96.0.0/12" must match public address family "fd00::5"`; err == nil || err.Error() != want {
+		t.Fatalf("error\n%v\nwant\n%s", err, want)
+	}
+	assertEmptyDir(t, certDir)
 }
 
 // TestAPIServerNodePortRangeFlagErrors: --service-node-port-range is

@@ -69,9 +69,10 @@ func (o ServiceOptions) Complete() error {
 // two ranges of one family, the secondary too large, then (unless the
 // none endpoint reconciler is used) an --advertise-address of another
 // family than the primary range. kube-apiserver always has an advertised
-// address (the host's when none is given); kubeproof checks the family
-// only when --advertise-address is given (it otherwise advertises the
-// address it is reached at).
+// address: an unspecified one (0.0.0.0, ::) counts as none given, and it
+// then takes a specific --bind-address (see WithBindAddress) or the
+// host's; kubeproof checks the family of the first two only (the host's
+// address is picked when the server starts).
 func (o ServiceOptions) Validate() []error {
 	ranges := serviceRanges(o.ClusterIPRange)
 	_, primary, err := netutils.ParseCIDRSloppy(ranges[0])
@@ -95,12 +96,27 @@ func (o ServiceOptions) Validate() []error {
 			}
 		}
 	}
-	if o.EndpointReconcilerType != apiserver.EndpointReconcilerNone && o.AdvertiseAddress != nil &&
+	if o.EndpointReconcilerType != apiserver.EndpointReconcilerNone && specificAddress(o.AdvertiseAddress) &&
 		netutils.IsIPv4CIDR(primary) != netutils.IsIPv4(o.AdvertiseAddress) {
 		errs = append(errs, fmt.Errorf("service IP family %q must match public address family %q", primary.String(), o.AdvertiseAddress.String()))
 	}
 	return errs
 }
+
+// WithBindAddress returns o as validated for a server listening on bind
+// (--bind-address): without a specific --advertise-address, kube-apiserver
+// advertises a bind address that is neither unspecified nor loopback (so
+// its family must match the primary range's), else the host's address,
+// which kubeproof does not check before it starts (o unchanged).
+func (o ServiceOptions) WithBindAddress(bind net.IP) ServiceOptions {
+	if !specificAddress(o.AdvertiseAddress) && specificAddress(bind) && !bind.IsLoopback() {
+		o.AdvertiseAddress = bind
+	}
+	return o
+}
+
+// specificAddress reports whether ip is given and not 0.0.0.0 or ::.
+func specificAddress(ip net.IP) bool { return ip != nil && !ip.IsUnspecified() }
 
 // checkServiceRangeSize refuses a range of more than 2^20 addresses, in
 // the words kube-apiserver used while it checked that.
