@@ -30,6 +30,7 @@ import (
 	"k8s.io/client-go/util/certificate"
 	"k8s.io/client-go/util/certificate/csr"
 	"k8s.io/client-go/util/connrotation"
+	netutils "k8s.io/utils/net"
 
 	"github.com/kubeproof/kubeproof/impl/kubelet/server"
 )
@@ -157,7 +158,7 @@ func ServingCertificateTemplate(nodeName string, addresses []v1.NodeAddress) *x5
 		if a.Address == "" {
 			continue
 		}
-		ip := net.ParseIP(a.Address)
+		ip := netutils.ParseIPSloppy(a.Address) // IPv4 with leading zeros too, as upstream's
 		switch a.Type {
 		case v1.NodeHostName:
 			if ip != nil {
@@ -183,7 +184,7 @@ func ServingCertificateTemplate(nodeName string, addresses []v1.NodeAddress) *x5
 	ipText = slices.Compact(ipText)
 	ips := make([]net.IP, len(ipText))
 	for i, t := range ipText {
-		ips[i] = net.ParseIP(t)
+		ips[i] = netutils.ParseIPSloppy(t)
 	}
 	slices.SortStableFunc(ips, func(a, b net.IP) int { return strings.Compare(a.String(), b.String()) })
 	return &x509.CertificateRequest{

@@ -116,6 +116,9 @@ func TestServingCertificateTemplate(t *testing.T) {
 		{"kubeproof's node", []corev1.NodeAddress{a(corev1.NodeInternalIP, "192.168.0.7"), a(corev1.NodeHostName, "node-7")},
 			[]string{"node-7"}, []string{"192.168.0.7"}},
 		{"a host name that is an IP", []corev1.NodeAddress{a(corev1.NodeHostName, "10.0.0.9")}, []string{}, []string{"10.0.0.9"}},
+		// As upstream's, an IPv4 address with leading zeros is one.
+		{"IPv4 with leading zeros", []corev1.NodeAddress{a(corev1.NodeInternalIP, "010.000.000.007"), a(corev1.NodeHostName, "n1")},
+			[]string{"n1"}, []string{"10.0.0.7"}},
 		{"every type, repeated, sorted", []corev1.NodeAddress{
 			a(corev1.NodeExternalIP, "203.0.113.5"), a(corev1.NodeInternalIP, "10.0.0.1"), a(corev1.NodeInternalIP, "10.0.0.1"),
 			a(corev1.NodeInternalIP, "fd00::1"), a(corev1.NodeHostName, "node-b"), a(corev1.NodeExternalDNS, "node.example.com"),
