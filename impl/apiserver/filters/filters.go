@@ -74,15 +74,50 @@ func WithMetrics(next http.Handler, m *metrics.Metrics) http.Handler {
 		if code == 0 {
 			code = http.StatusOK
 		}
-		m.Observe(r, code, time.Since(start))
+		switch rec.outcome {
+		case answered:
+			m.Observe(r, code, time.Since(start))
+		case throttled:
+			m.ObserveThrottled(r)
+		}
 	})
 }
 
-// statusRecorder remembers the status code; it keeps Flush working for
-// watches.
+// outcome is who answered a request, for the metrics: kube-apiserver's
+// request metrics see the requests its API handlers answer and those its
+// in-flight limit or priority and fairness turn away (counted, not
+// timed), not those refused by authentication, impersonation or
+// authorization.
+type outcome uint8
+
+const (
+	answered  outcome = iota // by the API (or a path the metrics leave out)
+	throttled                // 429 of the in-flight limit or priority and fairness
+	refused                  // by authentication, impersonation or authorization
+)
+
+// markOutcome records o on the status recorder under w (found through the
+// writers' Unwrap), if any.
+func markOutcome(w http.ResponseWriter, o outcome) {
+	for w != nil {
+		if rec, ok := w.(*statusRecorder); ok {
+			rec.outcome = o
+			return
+		}
+		u, ok := w.(interface{ Unwrap() http.ResponseWriter })
+		if !ok {
+			return
+		}
+		w = u.Unwrap()
+	}
+}
+
+// statusRecorder remembers the status code and who answered; it keeps
+// Flush working for watches.
 type statusRecorder struct {
 	http.ResponseWriter
-	code int
+	code    int
+	outcome outcome
 }
 
 func (s *statusRecorder) WriteHeader(code int) {
@@ -168,6 +203,7 @@ func WithMaxInFlight(next http.Handler, c *codec.Codecs, readOnly, mutating int)
 				next.ServeHTTP(w, r)
 				return
 			}
+			markOutcome(w, throttled)
 			endpoints.WriteStatusError(w, r, c, apierrors.NewTooManyRequests("Too many requests, please try again later.", 1))
 		}
 	})
@@ -201,6 +237,7 @@ func WithAuthentication(next http.Handler, c *codec.Codecs, a auth.Authenticator
 			user, ok = auth.Anonymous(), true
 		}
 		if !ok {
+			markOutcome(w, refused)
 			failed.ServeHTTP(w, r)
 			return
 		}
@@ -238,11 +275,13 @@ func WithAuthorization(next http.Handler, c *codec.Codecs, a auth.Authorizer, lo
 			// not 403, so that the failure is not taken for a denial.
 			audit.AddAnnotation(r.Context(), reasonAnnotation, reasonInternalError)
 			log.Error("authorization error", "err", err)
+			markOutcome(w, refused)
 			internalError(w, r, err)
 			return
 		}
 		audit.AddAnnotation(r.Context(), decisionAnnotation, "forbid")
 		audit.AddAnnotation(r.Context(), reasonAnnotation, reason)
+		markOutcome(w, refused)
 		endpoints.WriteStatusError(w, r, c, forbidden(attrs, reason))
 	})
 }

@@ -55,6 +55,7 @@ func WithImpersonation(next http.Handler, c *codec.Codecs, a auth.Authorizer, lo
 func impersonate(w http.ResponseWriter, r *http.Request, c *codec.Codecs, a auth.Authorizer, log *slog.Logger) *http.Request {
 	wanted, err := impersonationRequest(r.Header)
 	if err != nil {
+		markOutcome(w, refused)
 		endpoints.WriteStatusError(w, r, c, apierrors.NewBadRequest(err.Error()))
 		return nil
 	}
@@ -71,6 +72,7 @@ func impersonate(w http.ResponseWriter, r *http.Request, c *codec.Codecs, a auth
 		if err != nil {
 			log.Debug("impersonation authorization error", "err", err)
 		}
+		markOutcome(w, refused)
 		endpoints.WriteStatusError(w, r, c, forbidden(attrs, reason))
 		return nil
 	}

@@ -83,6 +83,7 @@ func admitFlow(w http.ResponseWriter, r *http.Request, c *codec.Codecs, fc *flow
 		if rej := (*flowcontrol.Rejection)(nil); errors.As(err, &rej) {
 			retryAfter = int(rej.RetryAfter)
 		}
+		markOutcome(w, throttled)
 		endpoints.WriteStatusError(w, r, c, apierrors.NewTooManyRequests("Too many requests, please try again later.", retryAfter))
 		return nil, nil, nil
 	}

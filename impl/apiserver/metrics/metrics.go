@@ -242,6 +242,21 @@ func (m *Metrics) Observe(r *http.Request, code int, d time.Duration) {
 	}
 }
 
+// ObserveThrottled records a request r (its request info in its context)
+// turned away with 429 by the in-flight limit or priority and fairness
+// before any handler: counted, not timed, as kube-apiserver records
+// dropped requests; group, version and resource are empty unless served.
+func (m *Metrics) ObserveThrottled(r *http.Request) {
+	l, _, _ := m.labelsOf(r, request.InfoFrom(r.Context()), http.StatusTooManyRequests)
+	key := observerKey{l, http.StatusTooManyRequests, false}
+	o, ok := m.observed.Load(key)
+	if !ok {
+		o, _ = m.observed.LoadOrStore(key, &observers{requests: m.requests.WithLabelValues(l.verb, l.dryRun, l.group, l.version,
+			l.resource, l.subresource, l.scope, Component, strconv.Itoa(http.StatusTooManyRequests))})
+	}
+	o.(*observers).requests.Inc()
+}
+
 // WatchStarted counts an open watch of a served resource until the
 // returned func is called.
 func (m *Metrics) WatchStarted(info *request.Info) func() {

@@ -231,3 +231,27 @@ func TestWatchStartedLabels(t *testing.T) {
 		t.Errorf("after the watch: %v", got)
 	}
 }
+
+// TestObserveThrottled: a request the in-flight limit or priority and
+// fairness turned away is counted with code 429 and its resource labels
+// when served, but not timed, as kube-apiserver records dropped requests.
+func TestObserveThrottled(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	m, err := New(reg, testServed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.ObserveThrottled(req("POST", "/api/v1/namespaces/ns/configmaps?dryRun=All"))
+	m.ObserveThrottled(req("POST", "/api/v1/namespaces/ns/configmaps?dryRun=All"))
+	m.ObserveThrottled(req("GET", "/api/v1/made-up"))
+	want := []string{
+		"apiserver_request_total{code=429,component=apiserver,dry_run=,group=,resource=,scope=cluster,subresource=,verb=LIST,version=} 1",
+		"apiserver_request_total{code=429,component=apiserver,dry_run=All,group=,resource=configmaps,scope=resource,subresource=,verb=POST,version=v1} 2",
+	}
+	if got := series(t, reg, "apiserver_request_total"); strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("got\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if got := series(t, reg, "apiserver_request_duration_seconds"); len(got) != 0 {
+		t.Errorf("throttled requests timed: %v", got)
+	}
+}
