@@ -428,10 +428,15 @@ func later(a, b time.Time) time.Time {
 
 // watchTemplate looks at the template every templateCheckPeriod until
 // ctx ends; when it changed (templateChanged), it ends the wait for the
-// last request to be issued and wakes Run, as upstream's manager.
+// last request to be issued and wakes Run, as upstream's manager. The
+// change is logged once per template: while its request cannot be made
+// (a refused creation keeps the last request the old one) it stays a
+// change each second, which is no news.
 func (m *CertificateManager) watchTemplate(ctx context.Context) {
 	t := time.NewTicker(templateCheckPeriod)
 	defer t.Stop()
+	var logged *x509.CertificateRequest // the last change logged
+	loggedAny := false
 	for {
 		select {
 		case <-ctx.Done():
@@ -449,7 +454,10 @@ func (m *CertificateManager) watchTemplate(ctx context.Context) {
 		if !templateChanged(leaf, last, template) {
 			continue
 		}
-		m.cfg.Logger.Info("certificate template changed, rotating", "certificate", m.cfg.Prefix)
+		if !loggedAny || !sameRequest(logged, template) {
+			m.cfg.Logger.Info("certificate template changed, rotating", "certificate", m.cfg.Prefix)
+			logged, loggedAny = template, true
+		}
 		if cancel != nil {
 			cancel()
 		}

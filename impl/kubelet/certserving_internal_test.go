@@ -8,17 +8,22 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
+	"errors"
+	"log/slog"
 	"math/big"
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 )
@@ -175,5 +180,46 @@ func TestNodeAddressesArePosted(t *testing.T) {
 	want := []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "192.168.0.7"}, {Type: corev1.NodeHostName, Address: "node-7"}}
 	if got := h.k.NodeAddresses(); !slices.Equal(got, want) || !slices.Equal(node.Status.Addresses, want) {
 		t.Errorf("NodeAddresses %v, node status %v, want %v", got, node.Status.Addresses, want)
+	}
+}
+
+// countingHandler counts the records logged with message msg.
+type countingHandler struct {
+	msg string
+	n   *atomic.Int32
+}
+
+func (h countingHandler) Enabled(context.Context, slog.Level) bool { return true }
+func (h countingHandler) Handle(_ context.Context, r slog.Record) error {
+	if r.Message == h.msg {
+		h.n.Add(1)
+	}
+	return nil
+}
+func (h countingHandler) WithAttrs([]slog.Attr) slog.Handler { return h }
+func (h countingHandler) WithGroup(string) slog.Handler      { return h }
+
+// TestTemplateChangeLoggedOnce: a serving template whose request the
+// API server refuses stays changed (no request made for it) at each
+// second's look, but is logged as a change once. Before, each second
+// logged "certificate template changed, rotating" again for as long as
+// the creation was refused.
+func TestTemplateChangeLoggedOnce(t *testing.T) {
+	var n atomic.Int32
+	logger := slog.New(countingHandler{msg: "certificate template changed, rotating", n: &n})
+	m, err := NewServingCertificateManager(t.TempDir(), "n1", func() []corev1.NodeAddress {
+		return []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "10.0.0.1"}}
+	}, logger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	forbidden := apierrors.NewForbidden(schema.GroupResource{Group: "certificates.k8s.io", Resource: "certificatesigningrequests"}, "", errors.New("no"))
+	ctx, cancel := context.WithTimeout(context.Background(), 3500*time.Millisecond)
+	defer cancel()
+	if err := m.Run(ctx, refusingClientset(forbidden)); err != nil {
+		t.Fatal(err)
+	}
+	if got := n.Load(); got != 1 {
+		t.Errorf("template change logged %d times in 3.5s, want once", got)
 	}
 }
