@@ -258,7 +258,10 @@ func (m *Metrics) ObserveThrottled(r *http.Request) {
 }
 
 // WatchStarted counts an open watch of a served resource until the
-// returned func is called.
+// returned func is called. Its verb is WATCH for a watch asked by
+// parameter; a watch of the legacy /watch/ path is LIST (GET when named),
+// as kube-apiserver labels the gauge from the method and the parameter
+// only.
 func (m *Metrics) WatchStarted(info *request.Info) func() {
 	if info == nil || !m.served[schema.GroupVersionResource{Group: info.APIGroup, Version: info.APIVersion, Resource: info.Resource}] {
 		return func() {}
@@ -267,7 +270,33 @@ func (m *Metrics) WatchStarted(info *request.Info) func() {
 	if !Subresources[sub] {
 		sub = ""
 	}
-	g := m.longRunning.WithLabelValues("WATCH", info.APIGroup, info.APIVersion, info.Resource, sub, Scope(info), Component)
+	scope := Scope(info)
+	verb := "WATCH"
+	if watchPath(info) {
+		verb = "LIST"
+		if scope == "resource" {
+			verb = "GET"
+		}
+	}
+	g := m.longRunning.WithLabelValues(verb, info.APIGroup, info.APIVersion, info.Resource, sub, scope, Component)
 	g.Inc()
 	return g.Dec
+}
+
+// watchPath reports whether info's path is a legacy watch path
+// (/api/v1/watch/..., /apis/group/version/watch/...).
+func watchPath(info *request.Info) bool {
+	rest := strings.TrimPrefix(info.Path, "/")
+	skip := 2 // api, version
+	if info.APIPrefix == "apis" {
+		skip = 3 // apis, group, version
+	}
+	for range skip {
+		_, after, ok := strings.Cut(rest, "/")
+		if !ok {
+			return false
+		}
+		rest = after
+	}
+	return rest == "watch" || strings.HasPrefix(rest, "watch/")
 }

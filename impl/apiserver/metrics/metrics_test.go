@@ -230,6 +230,24 @@ func TestWatchStartedLabels(t *testing.T) {
 	if got := series(t, reg, "apiserver_longrunning_requests"); len(got) != 1 || !strings.HasSuffix(got[0], "} 0") {
 		t.Errorf("after the watch: %v", got)
 	}
+	// The legacy watch path: LIST, or GET when named (kube-apiserver reads
+	// the gauge's verb from the method and the watch parameter only); a
+	// namespace named "watch" is no watch path.
+	reg = prometheus.NewRegistry()
+	if m, err = New(reg, testServed); err != nil {
+		t.Fatal(err)
+	}
+	m.WatchStarted(request.Parse(httptest.NewRequest("GET", "/api/v1/watch/namespaces/ns/configmaps", nil)))
+	m.WatchStarted(request.Parse(httptest.NewRequest("GET", "/apis/apps/v1/watch/namespaces/ns/deployments/d", nil)))
+	m.WatchStarted(request.Parse(httptest.NewRequest("GET", "/api/v1/namespaces/watch/configmaps?watch=1", nil)))
+	want = strings.Join([]string{
+		"apiserver_longrunning_requests{component=apiserver,group=,resource=configmaps,scope=namespace,subresource=,verb=LIST,version=v1} 1",
+		"apiserver_longrunning_requests{component=apiserver,group=,resource=configmaps,scope=namespace,subresource=,verb=WATCH,version=v1} 1",
+		"apiserver_longrunning_requests{component=apiserver,group=apps,resource=deployments,scope=resource,subresource=,verb=GET,version=v1} 1",
+	}, "\n")
+	if got := series(t, reg, "apiserver_longrunning_requests"); strings.Join(got, "\n") != want {
+		t.Errorf("got\n%s\nwant\n%s", strings.Join(got, "\n"), want)
+	}
 }
 
 // TestObserveThrottled: a request the in-flight limit or priority and
