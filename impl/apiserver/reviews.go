@@ -482,8 +482,14 @@ func (s *Server) reviewToken(ctx context.Context, token string, want []string) t
 	return tokencache.Result{Err: lastErr}
 }
 
-// apiAudiences are the audiences this server's tokens are for.
+// apiAudiences are the audiences this server's tokens are for, as
+// kube-apiserver's: --api-audiences (Config.APIAudiences or the service
+// account settings' APIAudiences), else the service account issuers,
+// whichever authenticators are configured.
 func (s *Server) apiAudiences() []string {
+	if len(s.cfg.APIAudiences) > 0 {
+		return s.cfg.APIAudiences
+	}
 	if sa := s.cfg.ServiceAccounts; sa != nil {
 		if len(sa.APIAudiences) > 0 {
 			return sa.APIAudiences

@@ -226,6 +226,11 @@ type Config struct {
 	GitVersion string
 	// Logger; nil is slog.Default().
 	Logger *slog.Logger
+	// APIAudiences (--api-audiences) are the audiences requests' bearer
+	// tokens, and TokenReviews without spec.audiences, are authenticated
+	// for, whatever authenticators are configured; when empty, the service
+	// account settings' (their APIAudiences, else their issuers).
+	APIAudiences []string
 	// TokenCacheNow is the clock of the bearer token cache's entries
 	// (time.Now when nil): a test moves it on to see a token
 	// authenticated again.

@@ -277,6 +277,7 @@ func NewAPIServer(cfg APIServerConfig) (*apiserver.Server, *storagebackend.Facto
 		TokenAuthenticators:       chain.tokens,
 		LastTokenAuthenticators:   lastTokens,
 		ServiceAccounts:           chain.serviceAccounts,
+		APIAudiences:              cfg.Auth.APIAudiences,
 		BootstrapTokenAuth:        cfg.Auth.EnableBootstrapTokenAuth,
 		Anonymous:                 cfg.Auth.AnonymousAuth,
 		DisableNamespaceLifecycle: true, // admission.NewPlugins has it
