@@ -71,6 +71,9 @@ type APIServerConfig struct {
 	BindAddress string
 	Metrics     *prometheus.Registry
 	Logger      *slog.Logger
+	// TokenCacheNow is the clock of the bearer token cache
+	// (apiserver.Config.TokenCacheNow): for tests; nil is time.Now.
+	TokenCacheNow func() time.Time
 }
 
 // ServiceOptions are kube-apiserver's flags for Services, under their
@@ -296,6 +299,7 @@ func NewAPIServer(cfg APIServerConfig) (*apiserver.Server, *storagebackend.Facto
 		AdvertiseAddress:          cfg.Services.AdvertiseAddress,
 		EndpointReconcilerType:    cfg.Services.EndpointReconcilerType,
 		Logger:                    cfg.Logger,
+		TokenCacheNow:             cfg.TokenCacheNow,
 
 		DisablePriorityAndFairness:       cfg.Auth.DisablePriorityAndFairness,
 		DisableSizeBasedListCostEstimate: cfg.Auth.DisableSizeBasedListCostEstimate,

@@ -182,6 +182,11 @@ type Config struct {
 	// spans would tell. It is called on the components' goroutines and
 	// must be cheap. Nil costs nothing.
 	PodTrace func(stage string, pod *corev1.Pod)
+	// TokenCacheNow, for tests, is the clock of the API server's bearer
+	// token cache (apiserver.Config.TokenCacheNow; time.Now when nil): a
+	// test moves it past the cache's success TTL to see a token
+	// authenticated again instead of waiting 10 s.
+	TokenCacheNow func() time.Time
 }
 
 // Cluster is a running control plane.
@@ -363,7 +368,7 @@ func Start(ctx context.Context, cfg Config) (_ *Cluster, err error) {
 		CompactionInterval: cfg.CompactionInterval, EventTTL: cfg.EventTTL, EtcdCountMetricPollPeriod: cfg.EtcdCountMetricPollPeriod,
 		ServingCert: &creds.serving, ClientCA: creds.ca.Pool(),
 		Listener: ln, Metrics: c.Metrics, Logger: cfg.Logger, KubeletClientTLS: kubeletClientTLS, Auth: authOpts,
-		Services: cfg.Services, NodeTokens: c.nodeTokensAuthenticator(),
+		Services: cfg.Services, NodeTokens: c.nodeTokensAuthenticator(), TokenCacheNow: cfg.TokenCacheNow,
 	})
 	if err != nil {
 		_ = ln.Close()

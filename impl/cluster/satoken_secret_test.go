@@ -3,6 +3,7 @@ package cluster
 import (
 	"bytes"
 	"context"
+	"sync"
 	"testing"
 	"time"
 
@@ -12,6 +13,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+
+	"github.com/kubeproof/kubeproof/impl/apiserver/auth/tokencache"
 )
 
 // TestLegacyServiceAccountTokenSecret: in a cluster as `kubeproof up`
@@ -19,12 +22,21 @@ import (
 // ServiceAccount is filled by the controller manager's serviceaccount-token
 // controller (token, namespace, ca.crt, the uid annotation); its token
 // authenticates as the service account until the secret is deleted (then
-// 401); and a token secret whose account is deleted is deleted too.
+// 401 once the token cache's acceptance expires, which the test brings
+// about by moving the cache's clock on); and a token secret whose account
+// is deleted is deleted too.
 func TestLegacyServiceAccountTokenSecret(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
+	var clockMu sync.Mutex
+	var clockOffset time.Duration
+	cacheNow := func() time.Time {
+		clockMu.Lock()
+		defer clockMu.Unlock()
+		return time.Now().Add(clockOffset)
+	}
 	c, admin, _ := startForTest(t, Config{DataDir: t.TempDir(), BindAddress: "127.0.0.1:0", WatchCache: true,
-		UnsafeNoFsync: true, CompactionInterval: -1, ControllerManager: true})
+		UnsafeNoFsync: true, CompactionInterval: -1, ControllerManager: true, TokenCacheNow: cacheNow})
 
 	sa, err := admin.CoreV1().ServiceAccounts("default").Create(ctx,
 		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "builder"}}, metav1.CreateOptions{})
@@ -67,15 +79,14 @@ func TestLegacyServiceAccountTokenSecret(t *testing.T) {
 	if err := admin.CoreV1().Secrets("default").Delete(ctx, "builder-token", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	for {
-		_, err := tokenClient.AuthenticationV1().SelfSubjectReviews().Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
-		if apierrors.IsUnauthorized(err) {
-			break
-		}
-		if ctx.Err() != nil {
-			t.Fatalf("the token of a deleted secret still authenticates: %v", err)
-		}
-		time.Sleep(20 * time.Millisecond)
+	// The acceptance cached by the request above lasts the cache's success
+	// TTL, as kube-apiserver's; past it the token is looked up again, and
+	// its secret is gone.
+	clockMu.Lock()
+	clockOffset += tokencache.DefaultSuccessTTL
+	clockMu.Unlock()
+	if _, err := tokenClient.AuthenticationV1().SelfSubjectReviews().Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{}); !apierrors.IsUnauthorized(err) {
+		t.Fatalf("the token of a deleted secret, past the token cache's TTL: %v, want 401", err)
 	}
 
 	// A token secret outlives its account only until the controller sees
