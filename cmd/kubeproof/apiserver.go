@@ -72,7 +72,7 @@ func newAPIServerCommand() *cobra.Command {
 			}
 			defer etcdClient.Close()
 			srv, factory, err := cluster.NewAPIServer(cluster.APIServerConfig{
-				EtcdClient: etcdClient, EtcdPrefix: etcdPrefix, WatchCache: watchCache,
+				EtcdClient: etcdClient, EtcdPrefix: etcdPrefixFlag(etcdPrefix), WatchCache: watchCache,
 				CompactionInterval: compaction, EventTTL: eventTTLFlag(eventTTL), ServingCert: &serving, ClientCA: clientCA,
 				EtcdCountMetricPollPeriod: countPollFlag(countPoll), Auth: authOpts,
 				Services:    services,
@@ -90,7 +90,7 @@ func newAPIServerCommand() *cobra.Command {
 	fs := cmd.Flags()
 	logs.addFlags(fs)
 	fs.StringSliceVar(&etcdServers, "etcd-servers", nil, "etcd endpoints (scheme://ip:port), comma separated.")
-	fs.StringVar(&etcdPrefix, "etcd-prefix", "/registry", "The prefix of every key in etcd.")
+	addEtcdPrefixFlag(fs, &etcdPrefix)
 	fs.StringVar(&etcdCAFile, "etcd-cafile", "", "SSL Certificate Authority file used to secure etcd communication.")
 	fs.StringVar(&etcdCert, "etcd-certfile", "", "SSL certification file used to secure etcd communication.")
 	fs.StringVar(&etcdKey, "etcd-keyfile", "", "SSL key file used to secure etcd communication.")
@@ -167,6 +167,25 @@ func eventTTLFlag(ttl time.Duration) time.Duration {
 // addCountPollFlag adds kube-apiserver's --etcd-count-metric-poll-period.
 func addCountPollFlag(fs *pflag.FlagSet, p *time.Duration) {
 	fs.DurationVar(p, "etcd-count-metric-poll-period", time.Minute, "How often the stored objects of each resource are counted (apiserver_resource_objects, API Priority and Fairness's list work estimates); 0 disables.")
+}
+
+// addEtcdPrefixFlag adds --etcd-prefix, kube-apiserver's default
+// /registry.
+func addEtcdPrefixFlag(fs *pflag.FlagSet, p *string) {
+	fs.StringVar(p, "etcd-prefix", "/registry", "The prefix of every key in etcd.")
+}
+
+// etcdPrefixFlag is cluster's EtcdPrefix for --etcd-prefix's value. As
+// kube-apiserver roots the prefix (path.Join("/", prefix)) and neither
+// refuses nor defaults an empty one, an explicit --etcd-prefix= keeps
+// objects straight under the root: "/", since cluster's empty EtcdPrefix
+// is the unset default (/registry). The flag's own default is /registry,
+// so an empty value is always an explicit one.
+func etcdPrefixFlag(p string) string {
+	if p == "" {
+		return "/"
+	}
+	return p
 }
 
 // countPollFlag is cluster's EtcdCountMetricPollPeriod for

@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/kubeproof/kubeproof/impl/cluster"
+	"github.com/kubeproof/kubeproof/impl/storage"
 )
 
 // TestEnablePriorityAndFairnessFlag: on by default, as kube-apiserver's;
@@ -108,6 +109,33 @@ func TestEnableAggregatorRoutingFlag(t *testing.T) {
 		}
 		if o.EnableAggregatorRouting != tc.want {
 			t.Errorf("%v: EnableAggregatorRouting %v, want %v", tc.args, o.EnableAggregatorRouting, tc.want)
+		}
+	}
+}
+
+// TestEtcdPrefixFlag: --etcd-prefix is rooted as kube-apiserver's storage
+// roots it, and an explicit empty value, which kube-apiserver neither
+// refuses nor defaults, keeps objects straight under the root ("/"), not
+// under the default /registry.
+func TestEtcdPrefixFlag(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string // the prefix of the stored keys
+	}{
+		{nil, "/registry/"},
+		{[]string{"--etcd-prefix="}, "/"},
+		{[]string{"--etcd-prefix=/"}, "/"},
+		{[]string{"--etcd-prefix=foo"}, "/foo/"},
+		{[]string{"--etcd-prefix=/foo/"}, "/foo/"},
+	} {
+		var p string
+		fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
+		addEtcdPrefixFlag(fs, &p)
+		if err := fs.Parse(tc.args); err != nil {
+			t.Fatalf("%v: %v", tc.args, err)
+		}
+		if got := storage.NormalizePrefix(etcdPrefixFlag(p)) + "/"; got != tc.want {
+			t.Errorf("%v: keys under %q, want %q", tc.args, got, tc.want)
 		}
 	}
 }
