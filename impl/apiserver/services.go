@@ -97,9 +97,7 @@ func (s *Server) ensureKubernetesService(ctx context.Context, addr net.Addr) err
 	if tcp, ok := addr.(*net.TCPAddr); ok {
 		port, bind = tcp.Port, tcp.IP
 	}
-	if s.cfg.AdvertiseAddress != nil {
-		bind = s.cfg.AdvertiseAddress
-	}
+	bind = advertiseCandidate(bind, s.cfg.AdvertiseAddress)
 	s.services.port = port
 	for attempt := 0; ; attempt++ {
 		err := s.services.store.Sync(ctx, s.services.prefix)
@@ -119,6 +117,20 @@ func (s *Server) ensureKubernetesService(ctx context.Context, addr net.Addr) err
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
+}
+
+// advertiseCandidate is the address the advertised one is chosen from
+// (ipallocator.AdvertiseAddress): --advertise-address when it is a real
+// address, else the address the server listens on. As kube-apiserver
+// defaults an unset or unspecified (0.0.0.0, ::) --advertise-address
+// from its bind address, such an advertise address does not replace a
+// specific bind address; only when both are unspecified (or the bind
+// address is loopback) is the host's own address advertised.
+func advertiseCandidate(bound, advertise net.IP) net.IP {
+	if advertise != nil && !advertise.IsUnspecified() {
+		return advertise
+	}
+	return bound
 }
 
 // ensureKubernetesServiceObject creates the `kubernetes` Service when it
