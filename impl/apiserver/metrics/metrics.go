@@ -21,8 +21,9 @@ import (
 	"github.com/kubeproof/kubeproof/impl/internal/stability"
 )
 
-// Component is the component label of every request kube-apiserver's
-// generic API server counts.
+// Component is the component label of every resource request
+// kube-apiserver's generic API server counts (and of its 429 refusals);
+// the non-resource paths it counts have an empty one.
 const Component = "apiserver"
 
 // Metrics are the request metrics of one server.
@@ -31,8 +32,9 @@ type Metrics struct {
 	latency     *prometheus.HistogramVec
 	longRunning *prometheus.GaugeVec
 	// served are the resources the server serves. A request for anything
-	// else never reaches an instrumented handler in kube-apiserver (it is
-	// a 404 of the router), so it is not counted, save a 429 of the
+	// else (but the few non-resource paths of nonResourceSubresource)
+	// never reaches an instrumented handler in kube-apiserver (it is a 404
+	// of the router), so it is not counted, save a 429 of the
 	// in-flight limit or priority and fairness, which kube-apiserver counts
 	// too: here with empty group, version and resource, so that request
 	// paths cannot create unbounded (or invalid) label values.
@@ -45,7 +47,7 @@ type Metrics struct {
 
 // labels are one request's label values but the code.
 type labels struct {
-	verb, dryRun, group, version, resource, subresource, scope string
+	verb, dryRun, group, version, resource, subresource, scope, component string
 }
 
 type observerKey struct {
@@ -135,17 +137,22 @@ func Scope(info *request.Info) string {
 }
 
 // Verb is the verb label kube-apiserver reports for r: the HTTP method,
-// GET and HEAD of a collection as LIST, a watch (watch path, or a GET
-// whose first watch parameter is neither "0" nor "false") as WATCH, a
-// PATCH with the YAML apply patch content type as APPLY, a request of a
-// streaming subresource (log, exec, attach, portforward, proxy) as
-// CONNECT, and any method outside kube-apiserver's list as "other".
+// HEAD as GET, GET and HEAD of a collection as LIST, a watch (watch
+// path, or a GET whose first watch parameter is neither "0" nor "false")
+// as WATCH, a PATCH with the YAML apply patch content type as APPLY, a
+// request of a streaming subresource (log, exec, attach, portforward,
+// proxy) as CONNECT, and any method outside kube-apiserver's list as
+// "other".
 func Verb(r *http.Request, info *request.Info) string {
 	method := strings.ToUpper(r.Method)
 	verb := method
 	scope := Scope(info)
-	if (method == http.MethodGet || method == http.MethodHead) && scope != "resource" && scope != "" {
-		verb = "LIST"
+	if method == http.MethodGet || method == http.MethodHead {
+		// kube-apiserver reports a HEAD as the GET (or LIST) it stands for.
+		verb = http.MethodGet
+		if scope != "resource" && scope != "" {
+			verb = "LIST"
+		}
 	}
 	if method == http.MethodGet && watchParam(r) {
 		verb = "WATCH"
@@ -202,18 +209,48 @@ func DryRun(r *http.Request) string {
 	return strings.Join(out, ",")
 }
 
+// nonResourceSubresource is the subresource label of a request of one of
+// the non-resource paths kube-apiserver instruments, and whether path is
+// one: the health endpoints /healthz, /livez and /readyz (the whole
+// report, not a single check's path), labelled with their path, and the
+// OpenAPI v3 documents, labelled "openapi/v3" (the index) and
+// "openapi/v3/" (any group-version's document). kube-apiserver counts
+// those with empty group, version, resource, scope and component; it
+// counts no other non-resource path (/version, /openapi/v2, discovery,
+// /metrics, a single health check), and the set is fixed, so paths
+// cannot make label values.
+func nonResourceSubresource(path string) (string, bool) {
+	switch path {
+	case "/healthz", "/livez", "/readyz":
+		return path, true
+	case "/openapi/v3":
+		return "openapi/v3", true
+	}
+	if strings.HasPrefix(path, "/openapi/v3/") {
+		return "openapi/v3/", true
+	}
+	return "", false
+}
+
 // labelsOf are r's label values, and whether kube-apiserver counts a
 // request like it answered with code, with or without its latency: a
-// request of a served resource (and a known subresource) with it, any
+// request of a served resource (and a known subresource) or of an
+// instrumented non-resource path (nonResourceSubresource) with it, any
 // other request only when refused with 429 by the in-flight limit or
 // priority and fairness, with empty group, version and resource.
 func (m *Metrics) labelsOf(r *http.Request, info *request.Info, code int) (l labels, counted, latency bool) {
-	l = labels{verb: Verb(r, info), dryRun: DryRun(r), scope: Scope(info)}
+	l = labels{verb: Verb(r, info), dryRun: DryRun(r), scope: Scope(info), component: Component}
 	if info != nil && info.IsResourceRequest &&
 		m.served[schema.GroupVersionResource{Group: info.APIGroup, Version: info.APIVersion, Resource: info.Resource}] &&
 		(info.Subresource == "" || Subresources[info.Subresource]) {
 		l.group, l.version, l.resource, l.subresource = info.APIGroup, info.APIVersion, info.Resource, info.Subresource
 		return l, true, true
+	}
+	if info == nil || !info.IsResourceRequest {
+		if sub, ok := nonResourceSubresource(r.URL.Path); ok && code != http.StatusTooManyRequests {
+			l.subresource, l.component = sub, ""
+			return l, true, true
+		}
 	}
 	return l, code == http.StatusTooManyRequests, false
 }
@@ -229,9 +266,9 @@ func (m *Metrics) Observe(r *http.Request, code int, d time.Duration) {
 	o, ok := m.observed.Load(key)
 	if !ok {
 		obs := &observers{requests: m.requests.WithLabelValues(l.verb, l.dryRun, l.group, l.version, l.resource,
-			l.subresource, l.scope, Component, strconv.Itoa(code))}
+			l.subresource, l.scope, l.component, strconv.Itoa(code))}
 		if withLatency {
-			obs.latency = m.latency.WithLabelValues(l.verb, l.dryRun, l.group, l.version, l.resource, l.subresource, l.scope, Component)
+			obs.latency = m.latency.WithLabelValues(l.verb, l.dryRun, l.group, l.version, l.resource, l.subresource, l.scope, l.component)
 		}
 		o, _ = m.observed.LoadOrStore(key, obs)
 	}
@@ -252,7 +289,7 @@ func (m *Metrics) ObserveThrottled(r *http.Request) {
 	o, ok := m.observed.Load(key)
 	if !ok {
 		o, _ = m.observed.LoadOrStore(key, &observers{requests: m.requests.WithLabelValues(l.verb, l.dryRun, l.group, l.version,
-			l.resource, l.subresource, l.scope, Component, strconv.Itoa(http.StatusTooManyRequests))})
+			l.resource, l.subresource, l.scope, l.component, strconv.Itoa(http.StatusTooManyRequests))})
 	}
 	o.(*observers).requests.Inc()
 }

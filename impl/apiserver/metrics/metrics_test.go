@@ -129,11 +129,40 @@ func TestRequestLabelsAsKubeAPIServer(t *testing.T) {
 		{req("GET", "/apis/made.up/v1/configmaps"), 404, ""},
 		{req("GET", "/api/v2/configmaps"), 404, ""},
 		{req("GET", "/api/v1/namespaces/ns/configmaps/a/x.00%2F0000%800"), 404, ""},
-		{req("GET", "/healthz"), 200, ""},
+		// kube-apiserver's instrumented non-resource paths: the health
+		// reports and the OpenAPI v3 documents, with an empty component.
+		{req("GET", "/healthz"), 200,
+			"code=200,component=,dry_run=,group=,resource=,scope=,subresource=/healthz,verb=GET,version="},
+		{req("HEAD", "/livez"), 200,
+			"code=200,component=,dry_run=,group=,resource=,scope=,subresource=/livez,verb=GET,version="},
+		{req("GET", "/readyz?verbose"), 500,
+			"code=500,component=,dry_run=,group=,resource=,scope=,subresource=/readyz,verb=GET,version="},
+		{req("GET", "/openapi/v3"), 200,
+			"code=200,component=,dry_run=,group=,resource=,scope=,subresource=openapi/v3,verb=GET,version="},
+		{req("GET", "/openapi/v3/apis/apps/v1?hash=x"), 200,
+			"code=200,component=,dry_run=,group=,resource=,scope=,subresource=openapi/v3/,verb=GET,version="},
+		{req("GET", "/openapi/v3/no/such/%ff"), 404,
+			"code=404,component=,dry_run=,group=,resource=,scope=,subresource=openapi/v3/,verb=GET,version="},
+		// Other non-resource paths are not counted.
+		{req("GET", "/healthz/etcd"), 200, ""},
+		{req("GET", "/healthz/"), 200, ""},
+		{req("GET", "/version"), 200, ""},
+		{req("GET", "/openapi/v2"), 200, ""},
+		{req("GET", "/apis"), 200, ""},
+		{req("GET", "/api/v1"), 200, ""},
+		{req("GET", "/metrics"), 200, ""},
+		{req("GET", "/made-up/path"), 404, ""},
+		// HEAD is reported as the GET or LIST it stands for.
+		{req("HEAD", "/api/v1/namespaces/ns/configmaps/a"), 200,
+			"code=200,component=apiserver,dry_run=,group=,resource=configmaps,scope=resource,subresource=,verb=GET,version=v1"},
+		{req("HEAD", "/api/v1/namespaces/ns/configmaps"), 200,
+			"code=200,component=apiserver,dry_run=,group=,resource=configmaps,scope=namespace,subresource=,verb=LIST,version=v1"},
 		// Refused by the in-flight limit: counted, without path labels.
 		{req("GET", "/api/v1/no-such-%ff"), 429,
 			"code=429,component=apiserver,dry_run=,group=,resource=,scope=cluster,subresource=,verb=LIST,version="},
 		{req("GET", "/version"), 429,
+			"code=429,component=apiserver,dry_run=,group=,resource=,scope=,subresource=,verb=GET,version="},
+		{req("GET", "/healthz"), 429,
 			"code=429,component=apiserver,dry_run=,group=,resource=,scope=,subresource=,verb=GET,version="},
 	} {
 		reg := prometheus.NewRegistry()
