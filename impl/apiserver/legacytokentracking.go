@@ -2,9 +2,11 @@ package apiserver
 
 import (
 	"context"
-	"encoding/pem"
 	"fmt"
 	"log/slog"
+	"net"
+	"net/http"
+	"sync"
 	"time"
 
 	"golang.org/x/time/rate"
@@ -12,6 +14,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
+	utilnet "k8s.io/apimachinery/pkg/util/net"
 	coreinformers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -125,16 +128,21 @@ func newLegacyTrackingLimiter() *rate.Limiter {
 
 // run runs the informer and, once it has synced, syncs the ConfigMap on
 // every event and once at the start, until ctx ends.
+//
+// It returns once the informer and the worker have ended, so that its
+// caller may then close the client's connections.
 func (t *legacyTokenTracking) run(ctx context.Context) {
+	var wg sync.WaitGroup
+	defer wg.Wait()
 	defer t.queue.ShutDown()
-	go t.informer.RunWithContext(ctx)
+	wg.Go(func() { t.informer.RunWithContext(ctx) })
 	if !cache.WaitForCacheSync(ctx.Done(), t.informer.HasSynced) {
 		return
 	}
-	go func() {
+	wg.Go(func() {
 		for t.next(ctx) {
 		}
-	}()
+	})
 	t.queue.Add(legacyTrackingKey)
 	<-ctx.Done()
 }
@@ -207,12 +215,18 @@ func (t *legacyTokenTracking) sync(ctx context.Context) error {
 
 // runLegacyTokenTracking runs the controller through the loopback client
 // until ctx ends; Run starts it once it listens.
+//
+// Once the controller has ended (no request of it in flight) the client's
+// connections are closed: an HTTP/2 connection the client leaves open
+// holds the server's graceful shutdown for HTTP/2's GOAWAY grace period
+// (a second), after which the server cuts it.
 func (s *Server) runLegacyTokenTracking(ctx context.Context) {
-	cfg, err := s.loopbackRESTConfig()
+	cfg, conns, err := s.loopbackRESTConfig()
 	if err == nil {
 		var client *kubernetes.Clientset
 		if client, err = kubernetes.NewForConfig(cfg); err == nil {
 			newLegacyTokenTracking(client, clock.RealClock{}, newLegacyTrackingLimiter(), s.log).run(ctx)
+			conns.closeAll()
 			return
 		}
 	}
@@ -221,20 +235,92 @@ func (s *Server) runLegacyTokenTracking(ctx context.Context) {
 
 // loopbackRESTConfig is a client configuration calling this server as
 // itself (LoopbackClient at LoopbackAddress), as kube-apiserver's
-// loopback client configuration; an error until Run listens.
-func (s *Server) loopbackRESTConfig() (*rest.Config, error) {
+// loopback client configuration, and the connections its transport
+// dials. The transport is the configuration's own, not one of client-go's
+// process-wide cached ones, so that it ends with its user. An error until
+// Run listens.
+func (s *Server) loopbackRESTConfig() (*rest.Config, *dialedConns, error) {
 	addr, err := s.LoopbackAddress()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	_, token := s.LoopbackClient()
+	tlsConfig, token := s.LoopbackClient()
+	conns := &dialedConns{dialer: &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}}
+	// The settings client-go gives the transports it makes.
+	transport := utilnet.SetTransportDefaults(&http.Transport{
+		TLSClientConfig:     tlsConfig,
+		TLSHandshakeTimeout: 10 * time.Second,
+		MaxIdleConnsPerHost: 25,
+		DialContext:         conns.dial,
+	})
 	return &rest.Config{
 		Host:        "https://" + addr,
 		BearerToken: token,
-		TLSClientConfig: rest.TLSClientConfig{ServerName: LoopbackServerName,
-			CAData: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: s.loopback.cert.Leaf.Raw})},
+		Transport:   transport,
 		// Not rate limited on the client side, as kube-apiserver's
 		// loopback configuration.
 		QPS: -1,
-	}, nil
+	}, conns, nil
+}
+
+// dialedConns dials connections and keeps those still open, so that its
+// owner can close them all when it ends (a transport's
+// CloseIdleConnections leaves an HTTP/2 connection open while a stream
+// of it is still being torn down).
+type dialedConns struct {
+	dialer *net.Dialer
+	mu     sync.Mutex
+	open   map[*dialedConn]struct{}
+	closed bool
+}
+
+// dialedConn is a connection of a dialedConns, forgotten when closed.
+type dialedConn struct {
+	net.Conn
+	owner *dialedConns
+	once  sync.Once
+}
+
+// dial is a DialContext dialing through d.dialer; after closeAll it is
+// refused.
+func (d *dialedConns) dial(ctx context.Context, network, addr string) (net.Conn, error) {
+	c, err := d.dialer.DialContext(ctx, network, addr)
+	if err != nil {
+		return nil, err
+	}
+	dc := &dialedConn{Conn: c, owner: d}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.closed {
+		_ = c.Close()
+		return nil, net.ErrClosed
+	}
+	if d.open == nil {
+		d.open = map[*dialedConn]struct{}{}
+	}
+	d.open[dc] = struct{}{}
+	return dc, nil
+}
+
+// closeAll closes the open connections and refuses new ones.
+func (d *dialedConns) closeAll() {
+	d.mu.Lock()
+	d.closed = true
+	open := d.open
+	d.open = nil
+	d.mu.Unlock()
+	for c := range open {
+		_ = c.Close()
+	}
+}
+
+func (c *dialedConn) Close() error {
+	var err error
+	c.once.Do(func() {
+		c.owner.mu.Lock()
+		delete(c.owner.open, c)
+		c.owner.mu.Unlock()
+		err = c.Conn.Close()
+	})
+	return err
 }
