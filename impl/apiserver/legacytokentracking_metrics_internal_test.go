@@ -25,6 +25,12 @@ func (q *queueNames) add(name string) {
 	q.mu.Unlock()
 }
 
+// testQueueNames is the provider the test installs, once per process.
+var (
+	testQueueNames = &queueNames{}
+	queueNamesOnce sync.Once
+)
+
 type noMetric struct{}
 
 func (noMetric) Inc()            {}
@@ -54,8 +60,10 @@ func (q *queueNames) NewRetriesMetric(string) workqueue.CounterMetric { return n
 // in a `kubeproof up` process are the controller manager's (its /metrics
 // would show an API server queue).
 func TestLegacyTokenTrackingQueueReportsNoMetrics(t *testing.T) {
-	q := &queueNames{}
-	workqueue.SetProvider(q)
+	// client-go takes the first provider set in the process: one for
+	// every run of the test (-count).
+	q := testQueueNames
+	queueNamesOnce.Do(func() { workqueue.SetProvider(q) })
 	// The provider is installed (once per process): a named queue reports.
 	workqueue.NewTypedWithConfig(workqueue.TypedQueueConfig[string]{Name: "probe"}).ShutDown()
 	q.mu.Lock()
