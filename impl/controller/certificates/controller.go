@@ -32,8 +32,15 @@ type loop struct {
 	now    func() time.Time
 }
 
-// newLoop returns the loop named name over csrs; its queue's delayed
-// retries follow clk. A failed sync is retried for as long as it fails
+// queueName names both controllers' work queues (their workqueue_*
+// metrics' name label): upstream builds csrapproving and csrsigning on one
+// certificate controller, whose queue is named "certificate" whichever
+// controller it serves.
+const queueName = "certificate"
+
+// newLoop returns the loop named name (in its logs; its work queue is
+// named queueName) over csrs; its queue's delayed retries follow clk.
+// A failed sync is retried for as long as it fails
 // (run), with upstream's certificate controller's back-off: per request
 // exponential from 200 ms doubling to at most 1000 s, and all retries
 // together at most 10 per second after a burst of 100.
@@ -42,7 +49,7 @@ func newLoop(name string, client kubernetes.Interface, csrs certinformers.Certif
 		workqueue.NewTypedItemExponentialFailureRateLimiter[string](200*time.Millisecond, 1000*time.Second),
 		&workqueue.TypedBucketRateLimiter[string]{Limiter: rate.NewLimiter(rate.Limit(10), 100)},
 	)
-	queue := workqueue.NewTypedRateLimitingQueueWithConfig(limiter, workqueue.TypedRateLimitingQueueConfig[string]{Name: name, Clock: clk})
+	queue := workqueue.NewTypedRateLimitingQueueWithConfig(limiter, workqueue.TypedRateLimitingQueueConfig[string]{Name: queueName, Clock: clk})
 	l := &loop{name: name, client: client, lister: csrs.Lister(), synced: csrs.Informer().HasSynced, queue: queue, now: clk.Now}
 	enqueue := func(obj any) {
 		if key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj); err == nil {
