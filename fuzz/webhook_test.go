@@ -788,6 +788,24 @@ func FuzzWebhook(f *testing.F) {
 		// tier=a, so m2 In (a, b) is called too, matched against the
 		// patched labels (be8d3c4e).
 		{0, 3, 0x05, 9, 7, 0, 1, 1, 1, 4, 0, 0, 0, 12, 1, 97, 1, 1, 0, 1, 1, 0, 1, 1, 2},
+		// Protobuf answers (the byte after the rest odd): a configmap
+		// created with no webhook, a pod created in fuzz-webhook-c.
+		{0, 0xff, 0, 1, 0, 1},
+		{0, 0, 0, 2, 1},
+		// Events (kind byte 7): a core/v1 create every event hook
+		// selects, all allowing (the Equivalent events.k8s.io/v1 ones
+		// called too, the Exact one not); an events.k8s.io/v1 create
+		// whose Equivalent core/v1 mutating hook writes the message and
+		// its Exact one unlabels the Equivalent one (protobuf answer); an
+		// events.k8s.io/v1 update whose core/v1 hook changes the message
+		// (the note is immutable there: 422); a core/v1 delete the
+		// Equivalent events.k8s.io/v1 validating hook denies (protobuf
+		// Status); a dry-run events.k8s.io/v1 create (protobuf).
+		{0, 7, 0, 0xff, 0, 0, 0, 0, 0, 0, 0, 0, 0},
+		{0, 7, 1, 0x0f, 2, 1, 1, 1, 9, 2, 1, 2, 1, 9, 2, 0, 1, 3, 2, 1, 0, 1, 9, 1},
+		{2, 7, 1, 0x02, 2, 1, 1, 0, 9, 0},
+		{3, 7, 0, 0x80, 1, 1},
+		{4, 7, 1, 0xff, 0, 0, 0, 0, 0, 0, 0, 0, 1},
 	} {
 		f.Add(seed)
 	}
@@ -807,6 +825,12 @@ type webhookRun struct {
 	calls  []hookCall
 	ns     string
 	labels map[string]string
+	// For events inputs: the event hooks' calls and answers, the API
+	// group written through, and whether the answer was protobuf.
+	eventCalls   []eventCall
+	eventAnswers map[string]eventAnswer
+	group        string
+	proto        bool
 }
 
 // webhookInput runs one input of FuzzWebhook and checks its properties.
@@ -816,6 +840,12 @@ func webhookInput(t *testing.T, s *liveServer, w *webhookServer, data []byte) we
 	op := in.intn(5) // 0,1 create, 2 update, 3 delete, 4 dry-run create
 	kind := "ConfigMap"
 	switch k := in.byte(); {
+	case k%16 == 7:
+		// An event through core/v1 or events.k8s.io/v1, for webhooks
+		// registered under matchPolicy Exact or Equivalent
+		// (webhook_events_test.go); protobuf answers when the input's
+		// last byte asks.
+		return eventInput(t, s, op, in)
 	case k%4 == 0:
 		kind = "Pod"
 	case k%8 == 3:
@@ -851,14 +881,17 @@ func webhookInput(t *testing.T, s *liveServer, w *webhookServer, data []byte) we
 	} else {
 		obj["metadata"].(map[string]any)["namespace"] = ns
 	}
-	code, body, calls := webhookCase(t, s, w, op, kind, name, labels, answers, obj)
-	return webhookRun{code: code, body: body, calls: calls, ns: ns, labels: labels}
+	// The answer in protobuf instead of JSON, when the input's byte after
+	// all the others asks (inputs written before keep theirs: JSON).
+	proto := in.bool()
+	code, body, calls := webhookCase(t, s, w, op, kind, name, labels, answers, obj, proto)
+	return webhookRun{code: code, body: body, calls: calls, ns: ns, labels: labels, proto: proto}
 }
 
 // webhookCase writes obj (op as webhookInput's) with the webhooks
 // answering answers, and checks the answer.
 func webhookCase(t *testing.T, s *liveServer, w *webhookServer, op int, kind, name string, labels map[string]string,
-	answers map[string]hookAnswer, obj map[string]any) (int, []byte, []hookCall) {
+	answers map[string]hookAnswer, obj map[string]any, proto bool) (int, []byte, []hookCall) {
 	ns, _ := obj["metadata"].(map[string]any)["namespace"].(string)
 	collection := "/api/v1/namespaces/" + ns + "/" + strings.ToLower(kind) + "s"
 	if kind == "Namespace" {
@@ -896,6 +929,9 @@ func webhookCase(t *testing.T, s *liveServer, w *webhookServer, op int, kind, na
 	case 4:
 		req.query.Set("dryRun", "All")
 	}
+	if proto {
+		req.accept = protobufAccept
+	}
 	w.script(answers)
 	rev0, err := s.revision(ctx)
 	if err != nil {
@@ -906,6 +942,20 @@ func webhookCase(t *testing.T, s *liveServer, w *webhookServer, op int, kind, na
 	rev1, err := s.revision(ctx)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if proto {
+		// The protobuf answer read as a client reads it must be what the
+		// JSON oracle expects of the JSON answer; an object answer is
+		// the object then stored (read back as JSON).
+		if header, body, err = protobufAsJSON(header, body); err != nil {
+			t.Fatalf("%s\nanswer %d: %v\n%q", req, code, err, body)
+		}
+		if code >= 200 && code < 300 && req.method != http.MethodDelete && req.query.Get("dryRun") != "All" {
+			gc, gb := s.do(ctx, http.MethodGet, collection+"/"+name, "", nil)
+			if d := sameJSONObject(body, gb); gc != http.StatusOK || d != "" {
+				t.Fatalf("%s\nprotobuf answer %d\n%s\nis not the object stored (GET %d %s): %s", req, code, body, gc, gb, d)
+			}
+		}
 	}
 	checkWebhookOutcome(t, s, req, kind, ns, labels, calls, code, header, body, rev0, rev1)
 	for i, c := range calls {
@@ -1605,7 +1655,8 @@ func sameConfigMap(a, b []byte) bool {
 // FuzzWebhook's generator is only useful if its answers reach every kind
 // of outcome: over a few hundred random inputs, accepted writes, failed
 // calls (500), denials, patches that do not apply (500 without "failed
-// calling webhook") and objects the patches made invalid (422).
+// calling webhook") and objects the patches made invalid (422), and
+// protobuf answers, accepted (an object) or not (a Status).
 func TestWebhookInputsReachEveryOutcome(t *testing.T) {
 	s := server(t)
 	w := webhooks(t, s)
@@ -1678,9 +1729,13 @@ func TestWebhookInputsReachEveryOutcome(t *testing.T) {
 		default:
 			seen["other"]++
 		}
+		if run.proto && run.eventAnswers == nil {
+			seen[fmt.Sprintf("protobuf answer, accepted %v", code < 300)]++
+		}
 	}
 	t.Logf("outcomes: %v", seen)
-	want := []string{"accepted", "failed call", "denied", "patch error", "invalid", "selected by a patch"}
+	want := []string{"accepted", "failed call", "denied", "patch error", "invalid", "selected by a patch",
+		"protobuf answer, accepted true", "protobuf answer, accepted false"}
 	for _, v := range hookVariants {
 		if v.nsSelector != nil {
 			want = append(want, "namespaceSelector "+v.key+" called")
@@ -1714,7 +1769,7 @@ func TestWebhookAddedContainerGetsTokenMount(t *testing.T) {
 	labels := map[string]string{hookLabel(m1): ""}
 	name := fmt.Sprintf("added-container-%d", time.Now().UnixNano()%1e6)
 	webhookInputs++
-	code, body, _ := webhookCase(t, s, w, 0, "Pod", name, labels, answers, webhookTemplate("Pod", webhookNamespace, name, labels, &input{}))
+	code, body, _ := webhookCase(t, s, w, 0, "Pod", name, labels, answers, webhookTemplate("Pod", webhookNamespace, name, labels, &input{}), false)
 	if code != http.StatusCreated {
 		t.Fatalf("creating the pod: %d %s", code, body)
 	}
