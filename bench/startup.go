@@ -160,11 +160,13 @@ type StartupResult struct {
 	// sent it again) and that the benchmark settled by reading the pod
 	// back, by "<reason>, stored" or "<reason>, not stored, sent again".
 	CreateErrors map[string]int `json:"createErrors,omitempty"`
-	// Requests counts every request the API server answered from the
-	// first pod created to the last one Running, by "METHOD
-	// resource[/subresource]" (the metric's verb label is the HTTP
-	// method): divided by Pods, the pipeline's API calls
-	// per pod (the CPU profile's span).
+	// Requests counts every request the API server counted in
+	// apiserver_request_total from the first pod created to the last one
+	// Running, by "VERB resource[/subresource]" (the metric's verb label:
+	// the HTTP method, or LIST, WATCH, APPLY, CONNECT), or "VERB /path"
+	// for the health reports and OpenAPI v3 documents kube-apiserver
+	// counts too: divided by Pods, the pipeline's API calls per pod (the
+	// CPU profile's span).
 	Requests map[string]int `json:"requests,omitempty"`
 	// Stages is where create→Running went, step by step through the
 	// pipeline, for every pod and for the slowest 1%; Windows is the run
@@ -793,15 +795,24 @@ func closedWatchers(reg prometheus.Gatherer) map[string]int {
 // requestCounts counts the API server's answers whose code passes keep,
 // by "VERB resource[/subresource]" (apiserver_request_total's verb label:
 // the HTTP method, but LIST, WATCH, APPLY and CONNECT as kube-apiserver
-// reports them).
+// reports them), a counted non-resource path (whose subresource label is
+// the path, without a resource) by "VERB /path".
 func requestCounts(reg prometheus.Gatherer, keep func(code string) bool) map[string]int {
 	return counterSums(reg, "apiserver_request_total", func(labels map[string]string) (string, bool) {
-		key := labels["verb"] + " " + labels["resource"]
-		if labels["subresource"] != "" {
-			key += "/" + labels["subresource"]
-		}
-		return key, keep(labels["code"])
+		return requestKey(labels), keep(labels["code"])
 	})
+}
+
+// requestKey is requestCounts' key of one series' labels.
+func requestKey(labels map[string]string) string {
+	res, sub := labels["resource"], labels["subresource"]
+	switch {
+	case res == "" && sub != "":
+		return labels["verb"] + " /" + strings.TrimPrefix(sub, "/")
+	case sub != "":
+		return labels["verb"] + " " + res + "/" + sub
+	}
+	return labels["verb"] + " " + res
 }
 
 // counterSums sums the counter family name on reg by the key keyOf makes
