@@ -234,7 +234,8 @@ func nonResourceSubresource(path string) (string, bool) {
 
 // labelsOf are r's label values, and whether kube-apiserver counts a
 // request like it answered with code, with or without its latency: a
-// request of a served resource (and a known subresource) or of an
+// request of a served resource (and a known subresource) but a 405 of a
+// method it does not serve, or of an
 // instrumented non-resource path (nonResourceSubresource) with it, any
 // other request only when refused with 429 by the in-flight limit or
 // priority and fairness, with empty group, version and resource.
@@ -244,7 +245,10 @@ func (m *Metrics) labelsOf(r *http.Request, info *request.Info, code int) (l lab
 		m.served[schema.GroupVersionResource{Group: info.APIGroup, Version: info.APIVersion, Resource: info.Resource}] &&
 		(info.Subresource == "" || Subresources[info.Subresource]) {
 		l.group, l.version, l.resource, l.subresource = info.APIGroup, info.APIVersion, info.Resource, info.Subresource
-		return l, true, true
+		// A 405 is kube-apiserver's router answering a method the
+		// resource has no handler for, before any instrumented one.
+		counted := code != http.StatusMethodNotAllowed
+		return l, counted, counted
 	}
 	if info == nil || !info.IsResourceRequest {
 		if sub, ok := nonResourceSubresource(r.URL.Path); ok && code != http.StatusTooManyRequests {

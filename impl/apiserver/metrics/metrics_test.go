@@ -122,8 +122,13 @@ func TestRequestLabelsAsKubeAPIServer(t *testing.T) {
 			"code=200,component=apiserver,dry_run=,group=,resource=configmaps,scope=namespace,subresource=,verb=DELETE,version=v1"},
 		{req("GET", "/api/v1/namespaces/ns/pods/p/log"), 200,
 			"code=200,component=apiserver,dry_run=,group=,resource=pods,scope=resource,subresource=log,verb=CONNECT,version=v1"},
-		{req("OPTIONS", "/api/v1/namespaces/ns/configmaps/a"), 405,
-			"code=405,component=apiserver,dry_run=,group=,resource=configmaps,scope=resource,subresource=,verb=other,version=v1"},
+		// A method the resource has no handler for: kube-apiserver's
+		// router answers 405 before any instrumented handler.
+		{req("OPTIONS", "/api/v1/namespaces/ns/configmaps/a"), 405, ""},
+		{req("PUT", "/api/v1/namespaces/ns/configmaps"), 405, ""},
+		// A method outside kube-apiserver's list is reported as other.
+		{req("OPTIONS", "/api/v1/namespaces/ns/configmaps/a"), 429,
+			"code=429,component=apiserver,dry_run=,group=,resource=configmaps,scope=resource,subresource=,verb=other,version=v1"},
 		// Not served: no series (kube-apiserver's router answers 404).
 		{req("GET", "/api/v1/namespaces/ns/made-up"), 404, ""},
 		{req("GET", "/apis/made.up/v1/configmaps"), 404, ""},
