@@ -31,6 +31,10 @@ type Metrics struct {
 	requests    *prometheus.CounterVec
 	latency     *prometheus.HistogramVec
 	longRunning *prometheus.GaugeVec
+	// terminations counts the requests the server turned away in
+	// self-defense (429s of the in-flight limit and priority and
+	// fairness).
+	terminations *prometheus.CounterVec
 	// served are the resources the server serves. A request for anything
 	// else (but the few non-resource paths of nonResourceSubresource)
 	// never reaches an instrumented handler in kube-apiserver (it is a 404
@@ -52,13 +56,15 @@ type labels struct {
 
 type observerKey struct {
 	labels
-	code    int
-	latency bool // the request's latency is observed too
+	code      int
+	latency   bool // the request's latency is observed too
+	throttled bool // ObserveThrottled's: a termination too
 }
 
 type observers struct {
-	requests prometheus.Counter
-	latency  prometheus.Observer // nil when not observed
+	requests     prometheus.Counter
+	latency      prometheus.Observer // nil when not observed
+	terminations prometheus.Counter  // set for the throttled requests' key only
 }
 
 // Subresources are the subresource names that may appear as a label value
@@ -111,7 +117,11 @@ func New(reg prometheus.Registerer, served []schema.GroupVersionResource) (*Metr
 	for _, r := range served {
 		m.served[r] = true
 	}
-	for _, c := range []prometheus.Collector{m.requests, m.latency, m.longRunning} {
+	m.terminations = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "apiserver_request_terminations_total",
+		Help: stability.Alpha.Help("Number of requests which apiserver terminated in self-defense."),
+	}, []string{"verb", "group", "version", "resource", "subresource", "scope", "component", "code"})
+	for _, c := range []prometheus.Collector{m.requests, m.latency, m.longRunning, m.terminations} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("registering apiserver metrics: %w", err)
 		}
@@ -266,7 +276,7 @@ func (m *Metrics) Observe(r *http.Request, code int, d time.Duration) {
 	if !counted {
 		return
 	}
-	key := observerKey{l, code, withLatency}
+	key := observerKey{l, code, withLatency, false}
 	o, ok := m.observed.Load(key)
 	if !ok {
 		obs := &observers{requests: m.requests.WithLabelValues(l.verb, l.dryRun, l.group, l.version, l.resource,
@@ -286,16 +296,25 @@ func (m *Metrics) Observe(r *http.Request, code int, d time.Duration) {
 // ObserveThrottled records a request r (its request info in its context)
 // turned away with 429 by the in-flight limit or priority and fairness
 // before any handler: counted, not timed, as kube-apiserver records
-// dropped requests; group, version and resource are empty unless served.
+// dropped requests, and counted in apiserver_request_terminations_total
+// as it records its self-defense terminations; group, version and
+// resource are empty unless served (kube-apiserver would put the path in
+// the termination's subresource, an unbounded label value).
 func (m *Metrics) ObserveThrottled(r *http.Request) {
 	l, _, _ := m.labelsOf(r, request.InfoFrom(r.Context()), http.StatusTooManyRequests)
-	key := observerKey{l, http.StatusTooManyRequests, false}
+	key := observerKey{l, http.StatusTooManyRequests, false, true}
 	o, ok := m.observed.Load(key)
 	if !ok {
-		o, _ = m.observed.LoadOrStore(key, &observers{requests: m.requests.WithLabelValues(l.verb, l.dryRun, l.group, l.version,
-			l.resource, l.subresource, l.scope, l.component, strconv.Itoa(http.StatusTooManyRequests))})
+		code := strconv.Itoa(http.StatusTooManyRequests)
+		o, _ = m.observed.LoadOrStore(key, &observers{
+			requests: m.requests.WithLabelValues(l.verb, l.dryRun, l.group, l.version,
+				l.resource, l.subresource, l.scope, l.component, code),
+			terminations: m.terminations.WithLabelValues(l.verb, l.group, l.version, l.resource, l.subresource, l.scope, l.component, code),
+		})
 	}
-	o.(*observers).requests.Inc()
+	obs := o.(*observers)
+	obs.requests.Inc()
+	obs.terminations.Inc()
 }
 
 // WatchStarted counts an open watch of a served resource until the

@@ -306,4 +306,46 @@ func TestObserveThrottled(t *testing.T) {
 	if got := series(t, reg, "apiserver_request_duration_seconds"); len(got) != 0 {
 		t.Errorf("throttled requests timed: %v", got)
 	}
+	// kube-apiserver also counts them as terminated in self-defense.
+	want = []string{
+		"apiserver_request_terminations_total{code=429,component=apiserver,group=,resource=,scope=cluster,subresource=,verb=LIST,version=} 1",
+		"apiserver_request_terminations_total{code=429,component=apiserver,group=,resource=configmaps,scope=resource,subresource=,verb=POST,version=v1} 2",
+	}
+	if got := series(t, reg, "apiserver_request_terminations_total"); strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("terminations: got\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// TestTerminationsHelp: apiserver_request_terminations_total is ALPHA
+// upstream, with kube-apiserver's help text.
+func TestTerminationsHelp(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	m, err := New(reg, testServed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// An answered 429 of an unserved path and a throttled one with the
+	// same labels are separate records: neither may break the other.
+	m.Observe(req("GET", "/version"), http.StatusTooManyRequests, time.Millisecond)
+	m.ObserveThrottled(req("GET", "/version"))
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	const want = "[ALPHA] Number of requests which apiserver terminated in self-defense."
+	found := false
+	for _, mf := range mfs {
+		if mf.GetName() == "apiserver_request_terminations_total" {
+			found = true
+			if mf.GetHelp() != want {
+				t.Errorf("help %q, want %q", mf.GetHelp(), want)
+			}
+		}
+	}
+	if !found {
+		t.Error("no apiserver_request_terminations_total")
+	}
+	if got := series(t, reg, "apiserver_request_total"); len(got) != 1 || !strings.HasSuffix(got[0], "} 2") {
+		t.Errorf("requests: %v", got)
+	}
 }
