@@ -121,6 +121,9 @@ func (s *Server) serveKubeletSubresource(w http.ResponseWriter, r *http.Request,
 		return false
 	}
 	gr := schema.GroupResource{Resource: info.Resource + "/" + info.Subresource}
+	// The connect subresources (not log, a get) are long-running requests
+	// in the metrics while they are open, as kube-apiserver's.
+	defer s.requestMetrics.ConnectStarted(r, info)()
 	var err error
 	switch {
 	case info.Resource == "pods" && info.Subresource == "log" && len(info.Parts) == 3:

@@ -292,6 +292,9 @@ type Server struct {
 	bootstrapped atomic.Bool
 	// kubeletProxy serves pods/log, pods/exec and nodes/proxy.
 	kubeletProxy *apiproxy.Proxy
+	// requestMetrics are the request metrics (the connect subresources
+	// count in apiserver_longrunning_requests while open).
+	requestMetrics *metrics.Metrics
 	// eviction serves pods/eviction (PodDisruptionBudgets honoured).
 	eviction *eviction.Handler
 	// stores are the resources' own stores by group/resource (StoreGetter).
@@ -393,7 +396,7 @@ func New(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, log: cfg.Logger, codecs: codecs, registry: reg,
+	s := &Server{cfg: cfg, log: cfg.Logger, codecs: codecs, registry: reg, requestMetrics: m,
 		handlers: map[schema.GroupVersionResource]*endpoints.Handler{},
 		stores:   map[schema.GroupResource]storeEntry{}}
 	if s.loopback, err = newLoopback(); err != nil {

@@ -343,6 +343,23 @@ func (m *Metrics) WatchStarted(info *request.Info) func() {
 	return g.Dec
 }
 
+// ConnectStarted counts an open request r of a connect subresource
+// (pods/exec, pods/attach, pods/portforward, nodes/proxy) of a served
+// resource in apiserver_longrunning_requests until the returned func is
+// called, as kube-apiserver tracks its connect handlers there: verb
+// CONNECT, the resource's labels, scope resource. pods/log, though
+// reported as CONNECT, is a get upstream, not tracked.
+func (m *Metrics) ConnectStarted(r *http.Request, info *request.Info) func() {
+	if info == nil || !info.IsResourceRequest || !connectSubresources[info.Subresource] || info.Subresource == "log" ||
+		!m.served[schema.GroupVersionResource{Group: info.APIGroup, Version: info.APIVersion, Resource: info.Resource}] {
+		return func() {}
+	}
+	g := m.longRunning.WithLabelValues(Verb(r, info), info.APIGroup, info.APIVersion, info.Resource, info.Subresource,
+		Scope(info), Component)
+	g.Inc()
+	return g.Dec
+}
+
 // watchPath reports whether info's path is a legacy watch path
 // (/api/v1/watch/..., /apis/group/version/watch/...).
 func watchPath(info *request.Info) bool {

@@ -349,3 +349,30 @@ func TestTerminationsHelp(t *testing.T) {
 		t.Errorf("requests: %v", got)
 	}
 }
+
+// TestConnectStartedLabels: an open connect request (exec, attach,
+// portforward, proxy) of a served resource is long-running with verb
+// CONNECT; pods/log (a get upstream) and unserved resources are not
+// tracked.
+func TestConnectStartedLabels(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	m, err := New(reg, testServed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := func(method, target string) func() {
+		r := req(method, target)
+		return m.ConnectStarted(r, request.InfoFrom(r.Context()))
+	}
+	done := start("POST", "/api/v1/namespaces/ns/pods/p/exec?command=ls")
+	start("GET", "/api/v1/namespaces/ns/pods/p/log")()
+	start("GET", "/api/v1/nodes/n/proxy/x")() // nodes not served here
+	want := "apiserver_longrunning_requests{component=apiserver,group=,resource=pods,scope=resource,subresource=exec,verb=CONNECT,version=v1} 1"
+	if got := series(t, reg, "apiserver_longrunning_requests"); strings.Join(got, "\n") != want {
+		t.Errorf("got %v, want %s", got, want)
+	}
+	done()
+	if got := series(t, reg, "apiserver_longrunning_requests"); len(got) != 1 || !strings.HasSuffix(got[0], "} 0") {
+		t.Errorf("after the exec: %v", got)
+	}
+}
