@@ -87,3 +87,29 @@ func TestConnectCountedAsLongRunning(t *testing.T) {
 		t.Errorf("answered nodes/proxy request still long-running:\n%s", grepLines(body, "apiserver_longrunning_requests{"))
 	}
 }
+
+// TestReviewRequestsCounted: the review resources (here a
+// SelfSubjectReview and a SelfSubjectAccessReview), served without
+// storage, are counted in apiserver_request_total as kube-apiserver
+// counts every request its resource handlers answer.
+func TestReviewRequestsCounted(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	e := newEnv(t, func(c *apiserver.Config) { c.Metrics = reg })
+	if r := e.do("POST", "/apis/authentication.k8s.io/v1/selfsubjectreviews",
+		[]byte(`{"apiVersion":"authentication.k8s.io/v1","kind":"SelfSubjectReview"}`)); r.code != http.StatusCreated {
+		t.Fatalf("selfsubjectreviews: %d %s", r.code, r.body)
+	}
+	if r := e.do("POST", "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews",
+		[]byte(`{"apiVersion":"authorization.k8s.io/v1","kind":"SelfSubjectAccessReview","spec":{"resourceAttributes":{"verb":"get","resource":"pods"}}}`)); r.code != http.StatusCreated {
+		t.Fatalf("selfsubjectaccessreviews: %d %s", r.code, r.body)
+	}
+	body := string(e.do("GET", "/metrics", nil).body)
+	for _, want := range []string{
+		`apiserver_request_total{code="201",component="apiserver",dry_run="",group="authentication.k8s.io",resource="selfsubjectreviews",scope="resource",subresource="",verb="POST",version="v1"} 1`,
+		`apiserver_request_total{code="201",component="apiserver",dry_run="",group="authorization.k8s.io",resource="selfsubjectaccessreviews",scope="resource",subresource="",verb="POST",version="v1"} 1`,
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("metrics lack %s:\n%s", want, grepLines(body, "apiserver_request_total{"))
+		}
+	}
+}

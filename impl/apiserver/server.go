@@ -517,6 +517,7 @@ func New(cfg Config) (*Server, error) {
 	for _, v := range s.virtualResources() {
 		s.virtual[v.gvr] = v
 		discovered = append(discovered, v.discoveryResource())
+		m.Serve(v.gvr) // counted, as kube-apiserver counts its review resources
 	}
 	if s.discovery, err = discovery.New(discovered, codecs); err != nil {
 		s.Close()

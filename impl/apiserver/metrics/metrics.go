@@ -129,6 +129,15 @@ func New(reg prometheus.Registerer, served []schema.GroupVersionResource) (*Metr
 	return m, nil
 }
 
+// Serve adds resources the server serves besides those given to New (the
+// review endpoints, which have no storage), so that their requests are
+// counted. It must be called before the server serves requests.
+func (m *Metrics) Serve(gvrs ...schema.GroupVersionResource) {
+	for _, gvr := range gvrs {
+		m.served[gvr] = true
+	}
+}
+
 // Scope is the scope label of a request: "resource" for one named object
 // or a create, "namespace" for a collection in a namespace, "cluster" for
 // a cluster-wide collection, "" for a non-resource request.
