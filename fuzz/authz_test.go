@@ -7,7 +7,9 @@ import (
 	"testing"
 
 	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/kubeproof/kubeproof/impl/apiserver/auth/rbac"
 	"github.com/kubeproof/kubeproof/impl/apiserver/request"
@@ -15,20 +17,32 @@ import (
 
 // FuzzAuthorization decodes a small RBAC policy (ClusterRoles and Roles
 // whose rules draw verbs, API groups, resources, resourceNames and
-// nonResourceURLs from small alphabets with the "*" forms; bindings of
-// User, Group and ServiceAccount subjects, some naming roles that do not
-// exist) and one request (user, groups, verb and either a resource
-// request or a non-resource path) from the fuzzer's bytes, and decides it
-// with rbac.NewPolicy(...).Allows. Properties:
+// nonResourceURLs from small alphabets with the "*" forms; ClusterRoles
+// labelled and some aggregated, their aggregationRule selecting others by
+// matchLabels or matchExpressions; bindings of User, Group and
+// ServiceAccount subjects, some naming roles that do not exist) and one
+// request (user, groups, verb and either a resource request or a
+// non-resource path) from the fuzzer's bytes, and decides it with
+// rbac.NewPolicy(...).Allows. Properties:
 //   - nothing panics;
 //   - the decision equals that of referenceAllows, a deliberately plain
 //     evaluation of Kubernetes' documented RBAC semantics written for
-//     this test (a differential oracle);
+//     this test (a differential oracle), on the ClusterRoles' rules once
+//     the clusterrole-aggregation controller has converged
+//     (referenceAggregate, which runs that controller's sync rule until
+//     nothing changes);
+//   - rbac.AggregateClusterRoles, what the authorizer decides on and the
+//     Aggregator writes, gives every ClusterRole the rules
+//     referenceAggregate does, in the same order (as a set for a role
+//     whose selections reach a cycle, where upstream's order depends on
+//     the order of its syncs);
 //   - a denial carries an "RBAC: " reason exactly when a binding that
 //     applies to the user names a missing role, and an allow names a
 //     binding.
 //
-// Not covered: aggregated ClusterRoles (no aggregationRule is generated).
+// The policy is decided directly, below the controller, as the rbac
+// package's authorizer does: it expands aggregation itself rather than
+// reading the rules the Aggregator wrote.
 func FuzzAuthorization(f *testing.F) {
 	for _, s := range authzSeeds {
 		f.Add(s.data)
@@ -68,6 +82,93 @@ var authzSeeds = []struct {
 	{"service account of another namespace", seedRB("ClusterRole", rule("get", "", "pods"), "ServiceAccount", "sa", "ns2",
 		req("system:serviceaccount:ns1:sa", "get", "", "pods", "", "ns1", "")), false},
 	{"missing role", seedRB("Role", nil, "User", "alice", "", req("alice", "get", "", "pods", "", "ns1", "")), false},
+	// Aggregation: c0 is bound to alice; the bytes after the request label
+	// each ClusterRole and give it selectors (decodeAggregation).
+	{"aggregated role grants a selected role's rules", seedAgg([][]byte{nil, rules(rule("get", "", "pods"))}, getPods,
+		slices.Concat(aggregates(0, sel("x", 1, "1")), aggregates(1))), true},
+	{"aggregated role's own rules are replaced", seedAgg([][]byte{rules(rule("get", "", "pods")), rules(rule("list", "", "pods"))}, getPods,
+		slices.Concat(aggregates(0, sel("x", 1, "2")), aggregates(1))), false},
+	{"a role selecting itself takes nothing from itself", seedAgg([][]byte{rules(rule("get", "", "pods"))}, getPods,
+		aggregates(1, sel("x", 5))), false},
+	{"nested aggregation", seedAgg([][]byte{nil, nil, rules(rule("get", "", "pods"))}, getPods,
+		slices.Concat(aggregates(0, sel("x", 3, 0, "1")), aggregates(1, sel("y", 1, "1")), aggregates(3))), true},
+	{"cycle of aggregated roles", seedAgg([][]byte{nil, nil, rules(rule("get", "", "pods"))}, getPods,
+		slices.Concat(aggregates(1, sel("y", 5)), aggregates(3, sel("x", 1, "1")), aggregates(1))), true},
+	{"NotIn selects unlabelled roles", seedAgg([][]byte{nil, rules(rule("get", "", "pods"))}, getPods,
+		slices.Concat(aggregates(0, sel("x", 4, "1")), aggregates(0))), true},
+	{"DoesNotExist skips labelled roles", seedAgg([][]byte{nil, rules(rule("get", "", "pods"))}, getPods,
+		slices.Concat(aggregates(0, sel("y", 6)), aggregates(6))), false},
+	{"empty selector, equal rules kept once, in name order", seedAgg(
+		[][]byte{nil, rules(rule("list", "", "pods"), rule("get", "", "pods")), rules(rule("get", "", "pods"), rule("delete", "", "pods"))}, getPods,
+		slices.Concat(aggregates(0, sel("x", 0)), aggregates(0), aggregates(0))), true},
+	{"second selector's roles after the first's", seedAgg([][]byte{nil, rules(rule("get", "", "pods")), rules(rule("list", "", "pods"))}, getPods,
+		slices.Concat(aggregates(0, sel("y", 1, "1"), sel("x", 1, "1")), aggregates(1), aggregates(3))), true},
+	{"an empty list equals none", seedAgg([][]byte{nil, rules(rule("get", "", "pods")), rules(emptyNames(rule("get", "", "pods")))}, getPods,
+		slices.Concat(aggregates(0, sel("x", 5)), aggregates(1), aggregates(2))), true},
+}
+
+var getPods = req("alice", "get", "", "pods", "", "ns1", "")
+
+// aggregatedSeedVerbs is, for the aggregation seeds, the verb of each rule
+// c0 ends with, in order; TestAuthorizationSeeds checks it on both the
+// reference and rbac.AggregateClusterRoles.
+var aggregatedSeedVerbs = map[string][]string{
+	"aggregated role grants a selected role's rules":       {"get"},
+	"aggregated role's own rules are replaced":             {},
+	"a role selecting itself takes nothing from itself":    {},
+	"nested aggregation":                                   {"get"},
+	"cycle of aggregated roles":                            {"get"},
+	"NotIn selects unlabelled roles":                       {"get"},
+	"DoesNotExist skips labelled roles":                    {},
+	"empty selector, equal rules kept once, in name order": {"list", "get", "delete"},
+	"second selector's roles after the first's":            {"list", "get"},
+	"an empty list equals none":                            {"get"},
+}
+
+// rules is a ClusterRole's or Role's rule list.
+func rules(rs ...[]byte) []byte { return slices.Concat([]byte{byte(len(rs))}, slices.Concat(rs...)) }
+
+// emptyNames makes a rule's empty resourceNames an empty list, not nil.
+func emptyNames(r []byte) []byte {
+	out := slices.Clone(r)
+	out[len(out)-2] = 0x81
+	return out
+}
+
+// seedAgg: ClusterRoles c0, c1, … with the given rule lists (nil: none),
+// c0 bound by a ClusterRoleBinding to alice; the request; then the
+// aggregation section.
+func seedAgg(roles [][]byte, request, aggregation []byte) []byte {
+	out := []byte{byte(len(roles))}
+	for _, r := range roles {
+		if r == nil {
+			r = []byte{0}
+		}
+		out = append(out, r...)
+	}
+	return slices.Concat(out, []byte{0, 1, azIndex(azRoleKinds, "ClusterRole"), 0,
+		1, azIndex(azSubjectKind, "User"), azIndex(azUsers, "alice"), 0, 0}, request, aggregation)
+}
+
+// aggregates is one ClusterRole's aggregation bytes: its labels byte (x:
+// +1 or +2, y: +3 or +6) and its selectors.
+func aggregates(labels byte, selectors ...[]byte) []byte {
+	return slices.Concat([]byte{labels, byte(len(selectors))}, slices.Concat(selectors...))
+}
+
+// sel is one selector's bytes (decodeSelector): key, form, then the
+// form's value bytes as strings of azLabelValues or raw bytes.
+func sel(key string, form byte, values ...any) []byte {
+	out := []byte{azIndex(azLabelKeys, key), form}
+	for _, v := range values {
+		switch v := v.(type) {
+		case string:
+			out = append(out, azIndex(azLabelValues, v))
+		case int:
+			out = append(out, byte(v))
+		}
+	}
+	return out
 }
 
 // The seed builders write the bytes decodeAuthz reads.
@@ -201,12 +302,86 @@ func decodeAuthz(in *input) (*authzPolicy, *authzRequest) {
 			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("rb%d", i), Namespace: ns},
 			RoleRef:    decodeRoleRef(in), Subjects: decodeSubjects(in)})
 	}
-	return p, decodeRequest(in)
+	r := decodeRequest(in)
+	decodeAggregation(in, p.clusterRoles)
+	return p, r
 }
 
+// Label keys and values of the aggregation section.
+var (
+	azLabelKeys   = []string{"x", "y"}
+	azLabelValues = []string{"1", "2"}
+)
+
+// decodeAggregation reads, after the request (so that inputs written
+// before aggregation was fuzzed keep their meaning: their missing bytes
+// read as zero, no labels and no aggregationRule), for each ClusterRole in
+// order a labels byte (x = byte%3, y = byte/3%3: absent, "1" or "2") and a
+// selector count 0–2; a non-zero count gives the role an aggregationRule
+// of that many selectors (decodeSelector).
+func decodeAggregation(in *input, roles []*rbacv1.ClusterRole) {
+	for _, r := range roles {
+		b := int(in.byte())
+		for i, v := range []int{b % 3, b / 3 % 3} {
+			if v > 0 {
+				if r.Labels == nil {
+					r.Labels = map[string]string{}
+				}
+				r.Labels[azLabelKeys[i]] = azLabelValues[v-1]
+			}
+		}
+		n := in.intn(3)
+		if n == 0 {
+			continue
+		}
+		r.AggregationRule = &rbacv1.AggregationRule{}
+		for range n {
+			r.AggregationRule.ClusterRoleSelectors = append(r.AggregationRule.ClusterRoleSelectors, decodeSelector(in))
+		}
+	}
+}
+
+// decodeSelector reads a key, a form and the form's values: the empty
+// selector (every ClusterRole), matchLabels on the key or on both keys,
+// or one requirement on the key — In (1–2 values), NotIn, Exists,
+// DoesNotExist — the forms upstream's validation accepts.
+func decodeSelector(in *input) metav1.LabelSelector {
+	key := pick(in, azLabelKeys)
+	val := func() string { return pick(in, azLabelValues) }
+	req := func(op metav1.LabelSelectorOperator, values ...string) metav1.LabelSelector {
+		return metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: key, Operator: op, Values: values}}}
+	}
+	switch in.intn(7) {
+	case 1:
+		return metav1.LabelSelector{MatchLabels: map[string]string{key: val()}}
+	case 2:
+		return metav1.LabelSelector{MatchLabels: map[string]string{"x": val(), "y": val()}}
+	case 3:
+		if in.bool() {
+			return req(metav1.LabelSelectorOpIn, azLabelValues...)
+		}
+		return req(metav1.LabelSelectorOpIn, val())
+	case 4:
+		return req(metav1.LabelSelectorOpNotIn, val())
+	case 5:
+		return req(metav1.LabelSelectorOpExists)
+	case 6:
+		return req(metav1.LabelSelectorOpDoesNotExist)
+	}
+	return metav1.LabelSelector{}
+}
+
+// decodeStrings reads a count byte then that many indexes; a count byte
+// that is a multiple of three with its high bit set (0x81, 0x84, …)
+// gives an empty list that is not nil,
+// which the aggregation controller's semantic equality takes as nil.
 func decodeStrings(in *input, alphabet []string) []string {
 	var out []string
-	for range in.intn(3) {
+	count := in.byte()
+	if count%3 == 0 && count&0x80 != 0 {
+		return []string{}
+	}
+	for range count % 3 {
 		out = append(out, pick(in, alphabet))
 	}
 	return out
@@ -287,6 +462,7 @@ func decodeRequest(in *input) *authzRequest {
 
 func checkAuthz(t *testing.T, p *authzPolicy, r *authzRequest) {
 	t.Helper()
+	checkAggregation(t, p)
 	pol := rbac.NewPolicy(p.clusterRoles, p.roles, p.clusterBindings, p.bindings)
 	got, reason := pol.Allows(&r.user, &r.info)
 	want, missing := referenceAllows(p, r)
@@ -305,7 +481,8 @@ func checkAuthz(t *testing.T, p *authzPolicy, r *authzRequest) {
 
 // referenceAllows is the oracle: Kubernetes' RBAC semantics as documented
 // (https://kubernetes.io/docs/reference/access-authn-authz/rbac/), written
-// as plainly as possible. missing reports whether a binding that applies
+// as plainly as possible, on the ClusterRoles' rules after aggregation
+// (referenceAggregate). missing reports whether a binding that applies
 // to the user names a role that does not exist.
 func referenceAllows(p *authzPolicy, r *authzRequest) (allowed, missing bool) {
 	u, req := &r.user, &r.info
@@ -328,10 +505,11 @@ func referenceAllows(p *authzPolicy, r *authzRequest) (allowed, missing bool) {
 		}
 		return false
 	}
+	aggregated, _ := referenceAggregate(p.clusterRoles)
 	rulesOf := func(ref rbacv1.RoleRef, bindingNamespace string) ([]rbacv1.PolicyRule, bool) {
 		for _, cr := range p.clusterRoles {
 			if ref.Kind == "ClusterRole" && cr.Name == ref.Name {
-				return cr.Rules, true
+				return aggregated[cr.Name], true
 			}
 		}
 		for _, role := range p.roles {
@@ -366,6 +544,131 @@ func referenceAllows(p *authzPolicy, r *authzRequest) (allowed, missing bool) {
 	return allowed, missing
 }
 
+// referenceAggregate is the oracle of the clusterrole-aggregation
+// controller: the rules each ClusterRole holds once the controller has
+// converged. It keeps a stored copy of every role's rules and applies the
+// controller's sync rule to each aggregated role, in name order, until a
+// whole round changes nothing: for each selector in order, the roles it
+// matches sorted by name, the role itself skipped, each of their stored
+// rules appended unless a semantically equal one (apimachinery's
+// equality.Semantic, under which a nil list equals an empty one) is
+// already there. Aggregated roles start without rules: the controller is
+// taken to own .rules (server-side apply with force), so a role's own rules
+// never survive it. For roles whose selections form a cycle the result is
+// then the least fixed point; upstream's depends on the rules stored before
+// and on the order of its syncs (and the order may never settle), so
+// ordered reports, per role, whether its rules' order is well defined: the
+// role reaches no cycle of aggregated roles and the rounds converged.
+func referenceAggregate(roles []*rbacv1.ClusterRole) (rules map[string][]rbacv1.PolicyRule, ordered map[string]bool) {
+	sorted := slices.Clone(roles)
+	slices.SortFunc(sorted, func(a, b *rbacv1.ClusterRole) int { return strings.Compare(a.Name, b.Name) })
+	stored := map[string][]rbacv1.PolicyRule{}
+	for _, r := range sorted {
+		if r.AggregationRule == nil {
+			stored[r.Name] = r.Rules
+		}
+	}
+	selects := func(r, other *rbacv1.ClusterRole) []bool {
+		var out []bool
+		for _, sel := range r.AggregationRule.ClusterRoleSelectors {
+			s, err := metav1.LabelSelectorAsSelector(&sel)
+			out = append(out, err == nil && s.Matches(labels.Set(other.Labels)))
+		}
+		return out
+	}
+	sync := func(r *rbacv1.ClusterRole) []rbacv1.PolicyRule {
+		out := []rbacv1.PolicyRule{}
+		for i := range r.AggregationRule.ClusterRoleSelectors {
+			for _, other := range sorted {
+				if other.Name == r.Name || !selects(r, other)[i] {
+					continue
+				}
+				for _, rule := range stored[other.Name] {
+					if !slices.ContainsFunc(out, func(have rbacv1.PolicyRule) bool { return equality.Semantic.DeepEqual(have, rule) }) {
+						out = append(out, rule)
+					}
+				}
+			}
+		}
+		return out
+	}
+	converged := false
+	for round := 0; round < 4*len(sorted)+4 && !converged; round++ {
+		converged = true
+		for _, r := range sorted {
+			if r.AggregationRule == nil {
+				continue
+			}
+			if next := sync(r); !equality.Semantic.DeepEqual(next, stored[r.Name]) {
+				stored[r.Name], converged = next, false
+			}
+		}
+	}
+	// reach[a][b]: aggregated role a takes rules from aggregated role b,
+	// directly or through others.
+	reach := map[string]map[string]bool{}
+	for _, r := range sorted {
+		reach[r.Name] = map[string]bool{}
+		if r.AggregationRule == nil {
+			continue
+		}
+		for _, other := range sorted {
+			if other.Name != r.Name && other.AggregationRule != nil && slices.Contains(selects(r, other), true) {
+				reach[r.Name][other.Name] = true
+			}
+		}
+	}
+	for _, k := range sorted {
+		for _, a := range sorted {
+			for _, b := range sorted {
+				if reach[a.Name][k.Name] && reach[k.Name][b.Name] {
+					reach[a.Name][b.Name] = true
+				}
+			}
+		}
+	}
+	ordered = map[string]bool{}
+	for _, r := range sorted {
+		ordered[r.Name] = converged && !reach[r.Name][r.Name]
+		for b := range reach[r.Name] {
+			if reach[b][b] {
+				ordered[r.Name] = false
+			}
+		}
+	}
+	return stored, ordered
+}
+
+// sameRuleSet reports whether a and b hold semantically equal rules, in
+// any order.
+func sameRuleSet(a, b []rbacv1.PolicyRule) bool {
+	in := func(xs, ys []rbacv1.PolicyRule) bool {
+		for _, x := range xs {
+			if !slices.ContainsFunc(ys, func(y rbacv1.PolicyRule) bool { return equality.Semantic.DeepEqual(x, y) }) {
+				return false
+			}
+		}
+		return true
+	}
+	return in(a, b) && in(b, a)
+}
+
+// checkAggregation compares rbac.AggregateClusterRoles with
+// referenceAggregate: the same rules in the same order, or the same set
+// where the order is not well defined.
+func checkAggregation(t *testing.T, p *authzPolicy) {
+	t.Helper()
+	got := rbac.AggregateClusterRoles(p.clusterRoles)
+	want, ordered := referenceAggregate(p.clusterRoles)
+	for _, r := range p.clusterRoles {
+		g, w := got[r.Name], want[r.Name]
+		if ordered[r.Name] && !equality.Semantic.DeepEqual(g, w) || !sameRuleSet(g, w) {
+			t.Fatalf("ClusterRole %s aggregates to %+v, the reference to %+v (order checked: %v)\npolicy: %s",
+				r.Name, g, w, ordered[r.Name], describePolicy(p))
+		}
+	}
+}
+
 // referenceRuleAllows: "*" matches anything; a resource request names
 // "resource" or "resource/subresource", and "*/sub" matches subresource
 // sub of any resource; resourceNames, when set, must list the request's
@@ -397,7 +700,10 @@ func referenceRuleAllows(rule *rbacv1.PolicyRule, req *request.Info) bool {
 func describePolicy(p *authzPolicy) string {
 	var b strings.Builder
 	for _, r := range p.clusterRoles {
-		fmt.Fprintf(&b, "\n  ClusterRole %s %+v", r.Name, r.Rules)
+		fmt.Fprintf(&b, "\n  ClusterRole %s labels %v %+v", r.Name, r.Labels, r.Rules)
+		if r.AggregationRule != nil {
+			fmt.Fprintf(&b, " aggregating %+v", r.AggregationRule.ClusterRoleSelectors)
+		}
 	}
 	for _, r := range p.roles {
 		fmt.Fprintf(&b, "\n  Role %s/%s %+v", r.Namespace, r.Name, r.Rules)
@@ -422,6 +728,20 @@ func TestAuthorizationSeeds(t *testing.T) {
 				t.Fatalf("reference decides %v, want %v\nrequest: %+v %+v\npolicy: %s", got, s.allow, r.user, r.info, describePolicy(p))
 			}
 			checkAuthz(t, p, r)
+			want, ok := aggregatedSeedVerbs[s.name]
+			if !ok {
+				return
+			}
+			ref, _ := referenceAggregate(p.clusterRoles)
+			for who, rules := range map[string][]rbacv1.PolicyRule{"reference": ref["c0"], "rbac": rbac.AggregateClusterRoles(p.clusterRoles)["c0"]} {
+				var verbs []string
+				for _, rule := range rules {
+					verbs = append(verbs, rule.Verbs[0])
+				}
+				if !slices.Equal(verbs, want) {
+					t.Errorf("%s: c0 aggregates to %+v, want rules with verbs %v\npolicy: %s", who, rules, want, describePolicy(p))
+				}
+			}
 		})
 	}
 }

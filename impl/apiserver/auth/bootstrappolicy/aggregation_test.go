@@ -14,8 +14,10 @@ import (
 )
 
 // TestAggregatorWritesAggregatedRules: admin, edit and view get the rules
-// of their aggregate-to-* roles written into them, and a ClusterRole added
-// later with the aggregate-to-view label reaches view, edit and admin.
+// of their aggregate-to-* roles written into them, a ClusterRole added
+// later with the aggregate-to-view label reaches view, edit and admin, and
+// its rules leave them again when it loses the label, moves to edit's
+// label or is deleted.
 func TestAggregatorWritesAggregatedRules(t *testing.T) {
 	s := newStores(t)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -66,5 +68,30 @@ func TestAggregatorWritesAggregatedRules(t *testing.T) {
 	})
 	eventually("a new aggregate-to-view role reaches view, edit and admin", func() bool {
 		return grants("view", widgets) && grants("edit", widgets) && grants("admin", widgets)
+	})
+
+	// As upstream's controller, whose sync recomputes the union from the
+	// roles selected now: a role no longer selected, then one deleted,
+	// takes its rules out of every role that aggregated it.
+	updateClusterRole(t, s, "widget-viewer", func(r *rbacv1.ClusterRole) { r.Labels = nil })
+	eventually("an unlabelled role's rules leave view, edit and admin", func() bool {
+		return !grants("view", widgets) && !grants("edit", widgets) && !grants("admin", widgets)
+	})
+	if !grants("admin", readLogs) || !grants("view", readLogs) {
+		t.Fatal("removing one role's rules removed others")
+	}
+	updateClusterRole(t, s, "widget-viewer", func(r *rbacv1.ClusterRole) {
+		r.Labels = map[string]string{"rbac.authorization.k8s.io/aggregate-to-edit": "true"}
+	})
+	eventually("a role relabelled aggregate-to-edit reaches edit and admin", func() bool {
+		return !grants("view", widgets) && grants("edit", widgets) && grants("admin", widgets)
+	})
+	gr := rbacv1.Resource("clusterroles")
+	st, _ := s.Store(gr)
+	if err := st.Delete(ctx, s.ObjectKey(gr, "", "widget-viewer"), &rbacv1.ClusterRole{}, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	eventually("a deleted role's rules leave edit and admin", func() bool {
+		return !grants("edit", widgets) && !grants("admin", widgets) && grants("admin", createPods)
 	})
 }
