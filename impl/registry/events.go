@@ -47,10 +47,18 @@ func events(now func() time.Time) *resource.Resource {
 	}
 }
 
-// validateCoreEvent is the validation of events written through core/v1:
-// old-style events (no eventTime) only need a namespace that agrees with
-// their involved object; new-style ones need the reporting fields.
+// validateCoreEvent is the validation of events written through core/v1
+// (legacyEventErrors, the reporting controller named reportingComponent).
 func validateCoreEvent(e *corev1.Event) field.ErrorList {
+	return legacyEventErrors(e, "reportingComponent")
+}
+
+// legacyEventErrors are the checks every event passes, whichever API
+// wrote it (kube-apiserver's legacy event validation): old-style events
+// (no eventTime) only need a namespace that agrees with their involved
+// object; new-style ones need the reporting fields, the reporting
+// controller's error named controllerField after the API written to.
+func legacyEventErrors(e *corev1.Event, controllerField string) field.ErrorList {
 	var errs field.ErrorList
 	involvedNS := field.NewPath("involvedObject", "namespace")
 	if e.EventTime.IsZero() {
@@ -68,7 +76,7 @@ func validateCoreEvent(e *corev1.Event) field.ErrorList {
 		errs = append(errs, validateReportingFields(eventReporting{
 			controller: e.ReportingController, instance: e.ReportingInstance,
 			action: e.Action, reason: e.Reason, note: e.Message,
-		}, "reportingComponent", "message")...)
+		}, controllerField, "message")...)
 	}
 	return errs
 }

@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
@@ -20,6 +21,7 @@ func eventsV1(now func() time.Time) *resource.Resource {
 	k := kind[*eventsv1.Event]{
 		namespaced:     true,
 		validate:       validateEventV1,
+		validateCreate: validateEventV1Create,
 		validateUpdate: validateEventV1Update,
 		fields: func(e *eventsv1.Event) fields.Set {
 			f := eventFields(CoreEventFromV1(e))
@@ -86,25 +88,25 @@ func eventV1FieldToCore(label string) string {
 	return label
 }
 
-// validateEventV1 is the strict validation of events written through
-// events.k8s.io/v1: new-style fields required, deprecated ones unset.
+// kube-apiserver validates an event written through events.k8s.io/v1 as
+// the internal (core) Event it is stored as, so every error names core/v1's
+// field (message, involvedObject, count, source, firstTimestamp,
+// lastTimestamp), except reportingController, which its validation names
+// after the API written to.
+
+// validateEventV1 is what every events.k8s.io/v1 write must pass, create
+// and update: the core/v1 rules for events with an eventTime (the
+// reporting fields, a message of at most 1 KiB), or for events without
+// one the namespace agreeing with the involved object's.
 func validateEventV1(e *eventsv1.Event) field.ErrorList {
-	var errs field.ErrorList
-	if e.Regarding.Namespace == "" && e.Namespace != metav1.NamespaceDefault && e.Namespace != metav1.NamespaceSystem {
-		errs = append(errs, field.Invalid(field.NewPath("regarding", "namespace"), e.Regarding.Namespace, "does not match event.namespace"))
-	}
-	errs = append(errs, validateReportingFields(eventReporting{
-		controller: e.ReportingController, instance: e.ReportingInstance,
-		action: e.Action, reason: e.Reason, note: e.Note,
-	}, "reportingController", "note")...)
-	if s := e.Series; s != nil {
-		if s.Count < 2 {
-			errs = append(errs, field.Invalid(field.NewPath("series", "count"), "", "should be at least 2"))
-		}
-		if s.LastObservedTime.IsZero() {
-			errs = append(errs, field.Required(field.NewPath("series", "lastObservedTime"), ""))
-		}
-	}
+	return legacyEventErrors(CoreEventFromV1(e), "reportingController")
+}
+
+// validateEventV1Create adds the strict rules of a create through
+// events.k8s.io/v1: a well-formed series, an eventTime, a known type, and
+// the fields that API deprecates left unset.
+func validateEventV1Create(e *eventsv1.Event) field.ErrorList {
+	errs := validateEventV1Series(e)
 	if e.EventTime.IsZero() {
 		errs = append(errs, field.Required(field.NewPath("eventTime"), ""))
 	}
@@ -112,40 +114,65 @@ func validateEventV1(e *eventsv1.Event) field.ErrorList {
 		errs = append(errs, field.Invalid(field.NewPath("type"), "", "has invalid value: "+e.Type))
 	}
 	if !e.DeprecatedFirstTimestamp.IsZero() {
-		errs = append(errs, field.Invalid(field.NewPath("deprecatedFirstTimestamp"), "", "needs to be unset"))
+		errs = append(errs, field.Invalid(field.NewPath("firstTimestamp"), "", "needs to be unset"))
 	}
 	if !e.DeprecatedLastTimestamp.IsZero() {
-		errs = append(errs, field.Invalid(field.NewPath("deprecatedLastTimestamp"), "", "needs to be unset"))
+		errs = append(errs, field.Invalid(field.NewPath("lastTimestamp"), "", "needs to be unset"))
 	}
 	if e.DeprecatedCount != 0 {
-		errs = append(errs, field.Invalid(field.NewPath("deprecatedCount"), "", "needs to be unset"))
+		errs = append(errs, field.Invalid(field.NewPath("count"), "", "needs to be unset"))
 	}
 	if e.DeprecatedSource.Component != "" || e.DeprecatedSource.Host != "" {
-		errs = append(errs, field.Invalid(field.NewPath("deprecatedSource"), "", "needs to be unset"))
+		errs = append(errs, field.Invalid(field.NewPath("source"), "", "needs to be unset"))
 	}
 	return errs
 }
 
-// validateEventV1Update: only the series (and metadata) of an event may
-// change through events.k8s.io/v1.
-func validateEventV1Update(e, old *eventsv1.Event) field.ErrorList {
-	immutable := func(a, b any, name string) field.ErrorList {
-		return apivalidation.ValidateImmutableField(a, b, field.NewPath(name))
-	}
+// validateEventV1Series checks a series: at least two occurrences, the
+// last one's time set.
+func validateEventV1Series(e *eventsv1.Event) field.ErrorList {
 	var errs field.ErrorList
-	errs = append(errs, immutable(e.Regarding, old.Regarding, "regarding")...)
-	errs = append(errs, immutable(e.Reason, old.Reason, "reason")...)
-	errs = append(errs, immutable(e.Note, old.Note, "note")...)
-	errs = append(errs, immutable(e.DeprecatedSource, old.DeprecatedSource, "deprecatedSource")...)
-	errs = append(errs, immutable(e.DeprecatedFirstTimestamp, old.DeprecatedFirstTimestamp, "deprecatedFirstTimestamp")...)
-	errs = append(errs, immutable(e.DeprecatedLastTimestamp, old.DeprecatedLastTimestamp, "deprecatedLastTimestamp")...)
-	errs = append(errs, immutable(e.DeprecatedCount, old.DeprecatedCount, "deprecatedCount")...)
-	errs = append(errs, immutable(e.Type, old.Type, "type")...)
-	errs = append(errs, immutable(e.EventTime, old.EventTime, "eventTime")...)
-	errs = append(errs, immutable(e.Action, old.Action, "action")...)
-	errs = append(errs, immutable(e.Related, old.Related, "related")...)
-	errs = append(errs, immutable(e.ReportingController, old.ReportingController, "reportingController")...)
-	errs = append(errs, immutable(e.ReportingInstance, old.ReportingInstance, "reportingInstance")...)
+	if s := e.Series; s != nil {
+		if s.Count < 2 {
+			errs = append(errs, field.Invalid(field.NewPath("series.count"), "", "should be at least 2"))
+		}
+		if s.LastObservedTime.IsZero() {
+			errs = append(errs, field.Required(field.NewPath("series.lastObservedTime"), ""))
+		}
+	}
+	return errs
+}
+
+// validateEventV1Update: through events.k8s.io/v1 only the series (checked
+// when it changes) and the metadata of an event may change; the create's
+// strict rules are not applied again, so an event recorded through core/v1
+// with a count or source can be updated. As kube-apiserver, reason is
+// checked twice (a changed reason is two errors), and eventTime only to
+// the microsecond (clients may send it truncated or not).
+func validateEventV1Update(e, old *eventsv1.Event) field.ErrorList {
+	var errs field.ErrorList
+	if !apiequality.Semantic.DeepEqual(e.Series, old.Series) {
+		errs = append(errs, validateEventV1Series(e)...)
+	}
+	immutable := func(a, b any, name string) {
+		errs = append(errs, apivalidation.ValidateImmutableField(a, b, field.NewPath(name))...)
+	}
+	immutable(e.Regarding, old.Regarding, "involvedObject")
+	immutable(e.Reason, old.Reason, "reason")
+	immutable(e.Note, old.Note, "message")
+	immutable(e.DeprecatedSource, old.DeprecatedSource, "source")
+	immutable(e.DeprecatedFirstTimestamp, old.DeprecatedFirstTimestamp, "firstTimestamp")
+	immutable(e.DeprecatedLastTimestamp, old.DeprecatedLastTimestamp, "lastTimestamp")
+	immutable(e.DeprecatedCount, old.DeprecatedCount, "count")
+	immutable(e.Reason, old.Reason, "reason")
+	immutable(e.Type, old.Type, "type")
+	if !e.EventTime.Truncate(time.Microsecond).Equal(old.EventTime.Truncate(time.Microsecond)) {
+		immutable(e.EventTime, old.EventTime, "eventTime")
+	}
+	immutable(e.Action, old.Action, "action")
+	immutable(e.Related, old.Related, "related")
+	immutable(e.ReportingController, old.ReportingController, "reportingController")
+	immutable(e.ReportingInstance, old.ReportingInstance, "reportingInstance")
 	return errs
 }
 

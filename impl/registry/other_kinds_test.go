@@ -2,6 +2,7 @@ package registry
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -230,15 +231,42 @@ func TestEventsV1(t *testing.T) {
 	bad.EventTime = metav1.MicroTime{}
 	bad.DeprecatedCount = 2
 	bad.Series = &eventsv1.EventSeries{Count: 1}
-	wantErrors(t, r.Strategy.Validate(ctx, bad), required+" reportingController", invalid+" type", required+" eventTime",
-		invalid+" deprecatedCount", invalid+" series.count", required+" series.lastObservedTime")
+	// kube-apiserver validates the internal (core) Event whichever API
+	// wrote it, so the errors name core/v1's fields: count, not
+	// deprecatedCount; message, not note. Without an eventTime the
+	// event is checked as an old-style one: no reporting fields needed.
+	wantErrors(t, r.Strategy.Validate(ctx, bad), invalid+" type", required+" eventTime",
+		invalid+" count", invalid+" series.count", required+" series.lastObservedTime")
+	long := e.DeepCopy()
+	long.Note = strings.Repeat("n", 1025)
+	long.Namespace, long.Regarding.Namespace = "team", ""
+	wantErrors(t, r.Strategy.Validate(ctx, long), invalid+" message", invalid+" involvedObject.namespace")
+	anonymous := e.DeepCopy()
+	anonymous.ReportingController = ""
+	wantErrors(t, r.Strategy.Validate(ctx, anonymous), required+" reportingController")
 
 	upd := e.DeepCopy()
 	upd.Series = &eventsv1.EventSeries{Count: 2, LastObservedTime: metav1.NewMicroTime(testNow)}
 	wantErrors(t, r.Strategy.ValidateUpdate(ctx, upd, e))
 	upd.Note = "changed"
 	upd.Regarding.Name = "other"
-	wantErrors(t, r.Strategy.ValidateUpdate(ctx, upd, e), invalid+" note", invalid+" regarding")
+	upd.Reason = "Other"
+	// kube-apiserver checks reason's immutability twice (two errors).
+	wantErrors(t, r.Strategy.ValidateUpdate(ctx, upd, e), invalid+" message", invalid+" involvedObject", invalid+" reason", invalid+" reason")
+	// An update is not held to the create's strict rules: an event
+	// recorded through core/v1 with a count and source (deprecated in
+	// events.k8s.io/v1) can be updated through events.k8s.io/v1, its
+	// series only checked when it changes, and an eventTime within the
+	// same microsecond is the same.
+	legacy := e.DeepCopy()
+	legacy.DeprecatedCount, legacy.DeprecatedSource = 3, corev1.EventSource{Component: "kubelet"}
+	legacy.Series = &eventsv1.EventSeries{Count: 1}
+	touched := legacy.DeepCopy()
+	touched.Labels = map[string]string{"seen": "yes"}
+	touched.EventTime = metav1.NewMicroTime(legacy.EventTime.Add(300 * time.Nanosecond))
+	wantErrors(t, r.Strategy.ValidateUpdate(ctx, touched, legacy))
+	touched.Series = &eventsv1.EventSeries{Count: 1, LastObservedTime: metav1.NewMicroTime(testNow)}
+	wantErrors(t, r.Strategy.ValidateUpdate(ctx, touched, legacy), invalid+" series.count")
 
 	_, f, _ := r.Strategy.GetAttrs(e)
 	if f["regarding.name"] != "web" || f["involvedObject.name"] != "web" || f["reportingController"] != "example.com/controller" ||
