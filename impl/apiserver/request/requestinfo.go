@@ -137,7 +137,7 @@ func parseInto(info *Info, r *http.Request, segBuf []string) {
 	}
 	if info.Verb == "get" && info.Name == "" {
 		info.Verb = "list"
-		if isTrue(q.Get("watch")) {
+		if w, ok := q["watch"]; ok && watchValue(w[0]) {
 			info.Verb = "watch"
 		}
 	}
@@ -206,7 +206,10 @@ func Query(r *http.Request) url.Values {
 	return r.URL.Query()
 }
 
-func isTrue(s string) bool { return s == "true" || s == "1" }
+// watchValue reads a "watch" parameter as kube-apiserver does (its
+// request-info parser and ListOptions' boolean decoding): present and
+// neither "0" nor "false" in any case is true, "" and "yes" included.
+func watchValue(s string) bool { return s != "0" && !strings.EqualFold(s, "false") }
 
 // splitPath is strings.Split of p without its outer slashes, into buf's
 // array when the segments fit.
