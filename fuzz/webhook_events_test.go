@@ -76,10 +76,12 @@ func eventHookLabel(h eventHook) string { return "ehook.fuzz.kubeproof.io/" + h.
 // eventFields maps the fields FuzzWebhook's events carry, named in core/v1,
 // to their events.k8s.io/v1 names (kube-apiserver's events.k8s.io
 // conversion: note is the message, regarding the involved object,
-// reportingController the reporting component; the rest keep their names).
+// reportingController the reporting component, deprecatedCount the count;
+// the rest keep their names).
 var eventFields = map[string]string{
 	"message": "note", "involvedObject": "regarding", "reportingComponent": "reportingController",
 	"reportingInstance": "reportingInstance", "action": "action", "reason": "reason", "type": "type", "eventTime": "eventTime",
+	"count": "deprecatedCount",
 }
 
 // fieldIn is a core/v1 field's name in group's Event.
@@ -159,7 +161,7 @@ func sameEvent(obj []byte, group string, e eventState) string {
 				continue
 			}
 		}
-		if string(got) != string(w) && !(string(got) == "null" && string(w) == `""`) { // an empty message or note is left out
+		if string(got) != string(w) && !(string(got) == "null" && (string(w) == `""` || string(w) == "0")) { // empty ones are left out
 			return fmt.Sprintf("%s %s, want %s", f, got, w)
 		}
 	}
@@ -171,10 +173,13 @@ type eventAnswer struct {
 	deny bool
 	// note, when set (mutating only), is written to the message field
 	// under its name in the hook's version; annotate adds the hook's
-	// annotation; unlabel removes the label of this later hook.
+	// annotation; unlabel removes the label of this later hook; count,
+	// when set, is written to the count (deprecatedCount in
+	// events.k8s.io/v1).
 	note     *string
 	annotate bool
 	unlabel  string
+	count    *int
 }
 
 // eventCall is one call an event hook received.
@@ -210,6 +215,9 @@ func (a eventAnswer) patch(h eventHook) []byte {
 	}
 	if a.unlabel != "" {
 		ops = append(ops, map[string]any{"op": "remove", "path": "/metadata/labels/ehook.fuzz.kubeproof.io~1" + a.unlabel})
+	}
+	if a.count != nil {
+		ops = append(ops, map[string]any{"op": "add", "path": "/" + fieldIn(h.group, "count"), "value": *a.count})
 	}
 	if ops == nil {
 		return nil
@@ -383,7 +391,7 @@ func eventInput(t *testing.T, s *liveServer, op int, in *input) webhookRun {
 		}
 		labels[eventHookLabel(h)] = ""
 		var a eventAnswer
-		switch in.intn(4) {
+		switch v := in.intn(4); v {
 		case 1:
 			a.deny = true
 		case 2, 3:
@@ -396,19 +404,27 @@ func eventInput(t *testing.T, s *liveServer, op int, in *input) webhookRun {
 				if j := in.intn(len(eventHooks) + 2); j < len(eventHooks) && j > i {
 					a.unlabel = eventHooks[j].short
 				}
+				if v == 3 {
+					c := pick(in, []int{0, 2, 3})
+					a.count = &c
+				}
 			}
 		}
 		answers[h.short] = a
 	}
+	// An update's stored event recorded through core/v1 with a count
+	// (deprecated in events.k8s.io/v1, which still updates it), the
+	// update keeping it.
+	legacy := op == 2 && in.bool()
 	proto := in.bool()
 	name := fmt.Sprintf("e%d-%d", webhookInputs, time.Now().UnixNano()%1e6)
-	return eventCase(t, s, w, op, group, name, labels, answers, proto)
+	return eventCase(t, s, w, op, group, name, labels, answers, proto, legacy)
 }
 
 // eventCase writes an event through group's API with the hooks answering
 // answers, and checks the answer against the oracle.
 func eventCase(t *testing.T, s *liveServer, w *eventHookServer, op int, group, name string, labels map[string]string,
-	answers map[string]eventAnswer, proto bool) webhookRun {
+	answers map[string]eventAnswer, proto, legacy bool) webhookRun {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	prefix := map[string]string{"": "/api/v1", eventsGroup: "/apis/events.k8s.io/v1"}
@@ -419,7 +435,14 @@ func eventCase(t *testing.T, s *liveServer, w *eventHookServer, op int, group, n
 	case 2: // the stored event unlabelled (no hook called), then updated
 		pre := newEventState(name, nil)
 		doc, _ := json.Marshal(pre.doc(group))
-		if code, body := s.do(ctx, http.MethodPost, collection, "application/json", doc); code != http.StatusCreated {
+		if legacy {
+			pre.fields["count"], e.fields["count"] = 3, 3
+			doc, _ = json.Marshal(pre.doc(""))
+			req := prefix[""] + "/namespaces/" + webhookNamespace + "/events"
+			if code, body := s.do(ctx, http.MethodPost, req, "application/json", doc); code != http.StatusCreated {
+				t.Fatalf("creating event %s for the input: %d %s", name, code, body)
+			}
+		} else if code, body := s.do(ctx, http.MethodPost, collection, "application/json", doc); code != http.StatusCreated {
 			t.Fatalf("creating event %s for the input: %d %s", name, code, body)
 		}
 		e.annotations["edit"] = "1"
@@ -530,8 +553,9 @@ func eventCase(t *testing.T, s *liveServer, w *eventHookServer, op int, group, n
 	switch {
 	case want.code == 0 && (code < 200 || code > 299):
 		report("answer %d, want success", code)
-	case want.code == http.StatusUnprocessableEntity && (code != want.code || st.Reason != metav1.StatusReasonInvalid):
-		report("answer %d %s, want 422 Invalid", code, st.Reason)
+	case want.code == http.StatusUnprocessableEntity && (code != want.code || st.Reason != metav1.StatusReasonInvalid ||
+		slices.ContainsFunc(want.invalid, func(f string) bool { return !strings.Contains(st.Message, f+": Invalid value: ") })):
+		report("answer %d %s %q, want 422 Invalid naming %v", code, st.Reason, st.Message, want.invalid)
 	case want.code == http.StatusInternalServerError && (code != want.code || st.Reason != metav1.StatusReasonInternalError):
 		report("answer %d %s, want a 500 InternalError (a patch that does not apply)", code, st.Reason)
 	case want.code == http.StatusForbidden && (code != want.code || !slices.ContainsFunc(want.deniedBy, func(n string) bool {
@@ -592,7 +616,9 @@ type eventPrediction struct {
 	// code 0: accepted; 403 denied by one of deniedBy; 422 invalid.
 	code     int
 	deniedBy []string
-	final    *eventState
+	// invalid are the fields a 422 names.
+	invalid []string
+	final   *eventState
 }
 
 // predictEvents works out the calls and the answer of a write through
@@ -605,11 +631,14 @@ type eventPrediction struct {
 //     denial ends the request (403), as does a patch that does not apply
 //     (removing a label an earlier patch removed: 500 InternalError);
 //   - events.k8s.io/v1's update validation keeps the note (the message)
-//     as it was: a mutating hook changing it makes the update a 422,
-//     before the validating hooks; core/v1 updates of events with an
-//     eventTime are validated as creates; a note over 1 KiB is a 422 for
-//     either API (its validation caps the message of an event with an
-//     eventTime);
+//     and the deprecated count as they were: a mutating hook changing
+//     them makes the update a 422, before the validating hooks (a count
+//     kept is fine, though a create through that API must leave it
+//     unset: a 422 too); core/v1 updates of events with an eventTime are
+//     validated as creates; a note over 1 KiB is a 422 for either API
+//     (its validation caps the message of an event with an eventTime);
+//     the errors name core/v1's fields (message, count) whichever API
+//     wrote the event, as kube-apiserver validates the internal Event;
 //   - every validating hook so selected is called with the final object;
 //     a denial by any is a 403.
 func predictEvents(op int, group string, e eventState, old *eventState, answers map[string]eventAnswer) eventPrediction {
@@ -647,6 +676,9 @@ func predictEvents(op int, group string, e eventState, old *eventState, answers 
 		if a.note != nil {
 			cur.fields["message"] = *a.note
 		}
+		if a.count != nil {
+			cur.fields["count"] = *a.count
+		}
 		if a.annotate {
 			cur.annotations["ehook.fuzz.kubeproof.io/"+h.short] = h.group + "/v1"
 		}
@@ -661,8 +693,17 @@ func predictEvents(op int, group string, e eventState, old *eventState, answers 
 		}
 	}
 	if op != 3 {
+		// kube-apiserver validates the internal Event: errors name
+		// core/v1's fields whichever API wrote it.
 		msg, _ := cur.fields["message"].(string)
+		count := func(e *eventState) int { n, _ := e.fields["count"].(int); return n }
 		if len(msg) > 1024 || op == 2 && group == eventsGroup && msg != old.fields["message"] {
+			p.invalid = append(p.invalid, "message")
+		}
+		if op != 2 && group == eventsGroup && count(&cur) != 0 || op == 2 && group == eventsGroup && count(&cur) != count(old) {
+			p.invalid = append(p.invalid, "count")
+		}
+		if p.invalid != nil {
 			p.code = http.StatusUnprocessableEntity
 			return p
 		}
@@ -766,6 +807,9 @@ func TestWebhookEventsReachEveryOutcome(t *testing.T) {
 				if c.hook.mutating && ok && run.eventAnswers[c.hook.short].note != nil {
 					seen["other API's patch stored"]++
 				}
+				if c.hook.mutating && run.eventAnswers[c.hook.short].count != nil {
+					seen[fmt.Sprintf("other API's count patch, accepted %v", ok)]++
+				}
 			case c.hook.equivalent:
 				seen["equivalent hook of the request's API"]++
 			default:
@@ -774,7 +818,7 @@ func TestWebhookEventsReachEveryOutcome(t *testing.T) {
 		}
 	}
 	for _, k := range []string{"accepted", "denied", "invalid", "patch error", "protobuf ok=true", "protobuf ok=false", "equivalent hook of the other API",
-		"other API's patch stored", "equivalent hook of the request's API", "exact hook"} {
+		"other API's patch stored", "other API's count patch, accepted true", "other API's count patch, accepted false", "equivalent hook of the request's API", "exact hook"} {
 		if seen[k] == 0 {
 			t.Errorf("no input reached %q (%v)", k, seen)
 		}

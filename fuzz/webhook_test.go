@@ -806,6 +806,11 @@ func FuzzWebhook(f *testing.F) {
 		{2, 7, 1, 0x02, 2, 1, 1, 0, 9, 0},
 		{3, 7, 0, 0x80, 1, 1},
 		{4, 7, 1, 0xff, 0, 0, 0, 0, 0, 0, 0, 0, 1},
+		// An events.k8s.io/v1 update of an event recorded through core/v1
+		// with a count (accepted: b19ec5b2); an events.k8s.io/v1 create
+		// whose core/v1 hook sets the count (422 naming count).
+		{2, 7, 1, 0, 1, 0},
+		{0, 7, 1, 0x02, 3, 0, 0, 9, 1, 1},
 	} {
 		f.Add(seed)
 	}
