@@ -46,13 +46,27 @@ func writeRaw(w http.ResponseWriter, target codec.Target, code int, obj runtime.
 			bufPool.Put(buf)
 		}
 	}()
+	contentType := contentTypeValues(target.ContentType)
 	if err := encodeInto(target.Info.Serializer, obj, buf); err != nil {
+		// As kube-apiserver's SerializeObject: the encoder's error as a
+		// Status of code 500 and no reason, in the same media type (or
+		// "<reason>: <message>" as text when that fails too); the HTTP
+		// status is kept when it already was an error.
 		slog.Error("encoding response", "type", fmt.Sprintf("%T", obj), "err", err)
-		http.Error(w, "failed to encode response", http.StatusInternalServerError)
-		return
+		st := &metav1.Status{TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"}, Status: metav1.StatusFailure,
+			Code: http.StatusInternalServerError, Message: err.Error()}
+		if code >= http.StatusOK && code < http.StatusBadRequest {
+			code = http.StatusInternalServerError
+		}
+		buf.Reset()
+		if err := encodeInto(target.Info.Serializer, st, buf); err != nil {
+			buf.Reset()
+			fmt.Fprintf(buf, "%s: %s", st.Reason, st.Message)
+			contentType = []string{"text/plain"}
+		}
 	}
 	h := w.Header()
-	h["Content-Type"] = contentTypeValues(target.ContentType)
+	h["Content-Type"] = contentType
 	h.Set("Content-Length", strconv.Itoa(buf.Len()))
 	w.WriteHeader(code)
 	_, _ = w.Write(buf.Bytes())
