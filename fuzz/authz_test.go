@@ -2,6 +2,7 @@ package fuzz
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"testing"
@@ -743,5 +744,80 @@ func TestAuthorizationSeeds(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestAuthorizationReachesAggregation: inputs made by randomly mutating
+// the seeds reach what the aggregation part of FuzzAuthorization is for —
+// allows through an aggregated role, aggregated roles whose several rules'
+// order is checked, nested aggregation, roles reaching a cycle, and
+// semantically equal rules merged — and each passes checkAuthz.
+func TestAuthorizationReachesAggregation(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 10))
+	var allowedViaAggregate, orderedMany, nested, cyclic, merged int
+	for range 3000 {
+		// A seed with one to three bytes replaced and up to 20 random
+		// bytes appended, as the fuzzer's first mutations would (wholly
+		// random bytes almost never allow anything).
+		data := slices.Clone(authzSeeds[rng.IntN(len(authzSeeds))].data)
+		for range 1 + rng.IntN(3) {
+			data[rng.IntN(len(data))] = byte(rng.UintN(256))
+		}
+		for range rng.IntN(21) {
+			data = append(data, byte(rng.UintN(256)))
+		}
+		p, r := decodeAuthz(&input{data: data})
+		checkAuthz(t, p, r)
+		agg, ordered := referenceAggregate(p.clusterRoles)
+		aggregatedNames := map[string]bool{}
+		for _, cr := range p.clusterRoles {
+			if cr.AggregationRule == nil {
+				continue
+			}
+			aggregatedNames[cr.Name] = true
+			if ordered[cr.Name] && len(agg[cr.Name]) >= 2 {
+				orderedMany++
+			}
+			if !ordered[cr.Name] {
+				cyclic++
+			}
+			var own int
+			for _, other := range p.clusterRoles {
+				if other.Name == cr.Name {
+					continue
+				}
+				for _, sel := range cr.AggregationRule.ClusterRoleSelectors {
+					s, _ := metav1.LabelSelectorAsSelector(&sel)
+					if s.Matches(labels.Set(other.Labels)) {
+						own += len(agg[other.Name])
+						if other.AggregationRule != nil && len(agg[other.Name]) > 0 {
+							nested++
+						}
+						break
+					}
+				}
+			}
+			if own > len(agg[cr.Name]) && len(cr.AggregationRule.ClusterRoleSelectors) == 1 {
+				merged++
+			}
+		}
+		if allowed, _ := referenceAllows(p, r); allowed {
+			pol := rbac.NewPolicy(p.clusterRoles, p.roles, p.clusterBindings, p.bindings)
+			if _, reason := pol.Allows(&r.user, &r.info); strings.Contains(reason, "ClusterRole \"") {
+				for name := range aggregatedNames {
+					if strings.Contains(reason, "of ClusterRole \""+name+"\"") {
+						allowedViaAggregate++
+					}
+				}
+			}
+		}
+	}
+	t.Logf("allowed through an aggregated role %d, ordered aggregates of 2+ rules %d, nested %d, reaching a cycle %d, equal rules merged %d",
+		allowedViaAggregate, orderedMany, nested, cyclic, merged)
+	for what, n := range map[string]int{"allowed through an aggregated role": allowedViaAggregate, "ordered aggregates of 2+ rules": orderedMany,
+		"nested aggregation": nested, "roles reaching a cycle": cyclic, "equal rules merged": merged} {
+		if n == 0 {
+			t.Errorf("no input reached: %s", what)
+		}
 	}
 }
