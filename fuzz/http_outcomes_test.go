@@ -2,6 +2,7 @@ package fuzz
 
 import (
 	"math/rand"
+	"strings"
 	"testing"
 )
 
@@ -26,6 +27,58 @@ func TestHTTPRequestsReachEveryOutcome(t *testing.T) {
 	for _, c := range []int{200, 201, 400} {
 		if counts[c] == 0 {
 			t.Errorf("no %d answers in 200 random requests: %v", c, counts)
+		}
+	}
+}
+
+// The identities are only fuzzed if their requests get past
+// authorization sometimes and are refused in each way the others are:
+// over random inputs sent as each identity, the node and the service
+// account must each have a write accepted, and there must be RBAC
+// refusals, admission refusals (NodeRestriction, Pod Security, or another
+// plugin's own message), refused impersonation and accepted
+// impersonation.
+func TestHTTPIdentitiesReachEveryOutcome(t *testing.T) {
+	s := server(t)
+	rng := rand.New(rand.NewSource(2))
+	counts := map[string]int{}
+	for i := range 600 {
+		data := make([]byte, 48)
+		rng.Read(data)
+		in := &input{data: data[:40]}
+		req := s.buildRequest(in)
+		// The identity bytes come last: cycle through them.
+		in = &input{data: []byte{byte(1 + i%4), byte(i / 4 % 8), byte(i / 32 % 4), byte(i / 3 % 2)}}
+		as := s.chooseIdentity(in)
+		if as.namespace != "" && in.bool() {
+			req = s.buildRequestIn(&input{data: data[:40]}, as.namespace)
+		}
+		req.as = as
+		code, body := s.check(t, req)
+		write := req.method != "GET" && req.method != "HEAD"
+		switch {
+		case code/100 == 2 && write && as.impersonateUser == "":
+			counts[as.label+" write accepted"]++
+		case as.admin && as.impersonateUser != "" && (code/100 == 2 || strings.Contains(string(body), `User \"`+as.impersonateUser+`\"`)):
+			// Decided for the impersonated user.
+			counts["impersonation accepted"]++
+		case code == 403 && strings.Contains(string(body), "cannot impersonate"):
+			counts["impersonation refused"]++
+		case code == 403 && strings.Contains(string(body), `is forbidden: User \"`):
+			counts["RBAC refusal"]++
+		case code == 403:
+			counts["admission refusal"]++
+			for _, plugin := range []string{"PodSecurity", "node \"" + fuzzNodeName + "\"", "service account"} {
+				if strings.Contains(string(body), plugin) {
+					counts[plugin]++
+				}
+			}
+		}
+	}
+	t.Logf("outcomes: %v", counts)
+	for _, c := range []string{"node write accepted", "serviceaccount write accepted", "impersonation accepted", "impersonation refused", "RBAC refusal", "admission refusal"} {
+		if counts[c] == 0 {
+			t.Errorf("no %q in 600 random requests: %v", c, counts)
 		}
 	}
 }

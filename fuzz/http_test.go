@@ -48,6 +48,11 @@ var allowed5xx = []struct {
 	// (the fuzzer's webhook configurations name https://127.0.0.1:1 or a
 	// fuzzed URL) refuses the write with kube-apiserver's 500.
 	{http.StatusInternalServerError, metav1.StatusReasonInternalError, "failed calling webhook ", "a failurePolicy Fail webhook that cannot be called"},
+	// An object asked for as YAML whose strings hold a control character
+	// YAML refuses (DEL, which JSON carries as is) does not encode:
+	// kube-apiserver answers a Status of code 500 and no reason with the
+	// encoder's error, in YAML.
+	{http.StatusInternalServerError, "", "yaml: control characters are not allowed", "an object YAML cannot carry"},
 }
 
 // httpMethods are the verbs' methods plus a few no handler serves.
@@ -102,7 +107,11 @@ var queryKeys = sortedKeys(queryParams)
 //     dryRun — nothing is stored by a rejected, read-only or dry-run
 //     request;
 //   - every object written by the request validates with its kind's
-//     strategy (an object validation rejects is never stored).
+//     strategy (an object validation rejects is never stored);
+//   - sent as a node, a service account, anonymously or impersonating
+//     (the bytes after the request's, identity_test.go): a 2xx only
+//     within the identity's fixed rules, a 403 in kube-apiserver's words
+//     outside them, impersonation only by the administrator.
 func FuzzHTTP(f *testing.F) {
 	s := server(f)
 	idx := map[string]byte{}
@@ -134,8 +143,34 @@ func FuzzHTTP(f *testing.F) {
 	} {
 		f.Add(append([]byte{idx[seed.res]}, seed.rest...))
 	}
+	// Sent as other identities (the bytes after the request's choose,
+	// identity_test.go; found by search for these outcomes): the node
+	// creating a lease of another name in kube-node-lease
+	// (NodeRestriction's 403) and an event (201); the service account
+	// creating a configmap in its namespace (201), a pod there (Pod
+	// Security's 403) and a secret (RBAC's 403); anonymous listing pods
+	// (403); the administrator as the node creating a Node of another name
+	// (NodeRestriction); the service account impersonating (refused).
+	for _, seed := range []string{
+		"$\x9f\xf7\xc8\x7fVw|\xab\r\xdb\xac\xe0:G\xb42\x01\x00\x01",
+		"=\xb4\x15I\x94\x93\xc0\xc4<eg *\"+z\xa9\x04%I\x01\x00\x00\x00",
+		"\xb1\xb3\xac\xdd\xb5\fq\xbd\xd5\x81@&uS\x8b\x90\x84\xb7r\x06\x91\xbb\xd8&V/\x1c\n\x02\x00\x01",
+		"\x87K\x10\xe8@Z\xa0x\xb5/\xddv0\x1f\x8e\xa8F>H\xc6z^z\x96\x02\x00\x01",
+		"QF\xa9\x9c\x11\xf0^V\x06\xc0\x98\xf1\x96\x02\x00\x01",
+		"E\"\xa3\xc7\x12\x018\xef\xf4\xe9G\xda\xb0_Q\x82\x03\x00\x00\x00",
+		"\b0>\xc4q\a]m\xfd\xa5u!x\x04\x03\x02\x00",
+		"\xf2\xde$\xa8\xef,+d\x8d\x87\xa9=9\xf5\x13\x00{\xc4f\xdf\xb1T\xae\x02\x03\x00\x00",
+	} {
+		f.Add([]byte(seed))
+	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		req := s.buildRequest(&input{data: data})
+		in := &input{data: data}
+		req := s.buildRequest(in)
+		as := s.chooseIdentity(in)
+		if as.namespace != "" && in.bool() {
+			req = s.buildRequestIn(&input{data: data}, as.namespace)
+		}
+		req.as = as
 		s.check(t, req)
 	})
 }
@@ -148,18 +183,31 @@ type fuzzRequest struct {
 	body                []byte
 	// res is the discovered resource the path was built for.
 	res *discoveredResource
+	// as is who sends it (identity_test.go); zero: the administrator.
+	as identity
 }
 
 func (r fuzzRequest) String() string {
-	return fmt.Sprintf("%s %s?%s\nContent-Type: %q\nAccept: %q\n\n%q", r.method, r.path, r.query.Encode(), r.contentType, r.accept, r.body)
+	as := ""
+	if r.as.label != "" {
+		as = fmt.Sprintf("\nAs: %s (%s), Impersonate-User: %q, Impersonate-Group: %q", r.as.label, r.as.user, r.as.impersonateUser, r.as.impersonateGroups)
+	}
+	return fmt.Sprintf("%s %s?%s\nContent-Type: %q\nAccept: %q%s\n\n%q", r.method, r.path, r.query.Encode(), r.contentType, r.accept, as, r.body)
 }
 
 // buildRequest decides a request from in.
-func (s *liveServer) buildRequest(in *input) fuzzRequest {
+func (s *liveServer) buildRequest(in *input) fuzzRequest { return s.buildRequestIn(in, "") }
+
+// buildRequestIn decides a request from in, sent to namespace ns when
+// that is set (the same bytes decide the same request otherwise).
+func (s *liveServer) buildRequestIn(in *input, nsOverride string) fuzzRequest {
 	d := &s.discovered[in.intn(len(s.discovered))]
 	parent, sub, _ := strings.Cut(d.Name, "/")
 	verb := pick(in, append(append([]string{}, d.Verbs...), "get", "create"))
 	ns := pick(in, fuzzNamespaces)
+	if nsOverride != "" {
+		ns = nsOverride
+	}
 	name := pick(in, []string{"seed", "a", "b", "", "x." + in.string(12)})
 	if name == "" && sub != "" {
 		name = "seed"
@@ -332,6 +380,7 @@ func (s *liveServer) check(t *testing.T, req fuzzRequest) (int, []byte) {
 	if code >= 500 && !allowedServerError(code, header, body) {
 		t.Fatalf("server error %d: %s\nrequest:\n%s", code, body, req)
 	}
+	s.checkIdentity(t, ctx, req, code, answerStatus(header, body))
 	changed := rev1 != rev0
 	success := code >= 200 && code < 300
 	if changed && (!success || req.method == "GET" || req.method == "HEAD" || req.method == "OPTIONS" || req.query.Get("dryRun") == "All") {
@@ -391,6 +440,18 @@ func (s *liveServer) send(ctx context.Context, req fuzzRequest) (int, http.Heade
 	if req.accept != "" {
 		hr.Header.Set("Accept", req.accept)
 	}
+	if req.as.token != "" {
+		hr.Header.Set("Authorization", "Bearer "+req.as.token)
+	}
+	if req.as.anonymous {
+		hr = hr.WithContext(context.WithValue(hr.Context(), anonymousKey{}, true))
+	}
+	if req.as.impersonateUser != "" {
+		hr.Header.Set("Impersonate-User", req.as.impersonateUser)
+	}
+	for _, g := range req.as.impersonateGroups {
+		hr.Header.Add("Impersonate-Group", g)
+	}
 	hr.RemoteAddr = "127.0.0.1:1"
 	hr.RequestURI = target
 	rec := httptest.NewRecorder()
@@ -399,8 +460,8 @@ func (s *liveServer) send(ctx context.Context, req fuzzRequest) (int, http.Heade
 }
 
 func allowedServerError(code int, header http.Header, body []byte) bool {
-	var st metav1.Status
-	if !strings.HasPrefix(header.Get("Content-Type"), codec.JSON) || json.Unmarshal(body, &st) != nil {
+	st := decodeStatus(header, body)
+	if st == nil {
 		return false
 	}
 	for _, a := range allowed5xx {

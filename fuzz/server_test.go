@@ -27,6 +27,9 @@ import (
 	"github.com/kubeproof/kubeproof/impl/apiserver"
 	"github.com/kubeproof/kubeproof/impl/apiserver/admission"
 	"github.com/kubeproof/kubeproof/impl/apiserver/auth"
+	"github.com/kubeproof/kubeproof/impl/apiserver/auth/bootstrappolicy"
+	"github.com/kubeproof/kubeproof/impl/apiserver/auth/node"
+	"github.com/kubeproof/kubeproof/impl/apiserver/auth/rbac"
 	"github.com/kubeproof/kubeproof/impl/apiserver/request"
 	"github.com/kubeproof/kubeproof/impl/apiserver/resource"
 	"github.com/kubeproof/kubeproof/impl/registry"
@@ -66,7 +69,14 @@ type liveServer struct {
 	// stopPlugins ends the admission plugins' caches; plugins waits for
 	// them to return.
 	stopPlugins context.CancelFunc
+	pluginsCtx  context.Context
 	plugins     sync.WaitGroup
+	// saToken is the bearer token of the service account identity
+	// (identity_test.go), issued at start.
+	saToken string
+	// fixedBindings are the RoleBindings and ClusterRoleBindings after
+	// start (namespace/name: resourceVersion), see extraGrants.
+	fixedBindings map[string]string
 	// discovered lists every resource and subresource discovery shows.
 	discovered []discoveredResource
 	// byGVK finds the served resource of a stored object.
@@ -83,11 +93,18 @@ type discoveredResource struct {
 	res *resource.Resource
 }
 
-// admin authenticates every request as a cluster administrator, so that
-// the fuzzer reaches the handlers rather than the authentication filter.
+// admin authenticates every request that carries no credentials as a
+// cluster administrator (as a client certificate in system:masters would),
+// so that the fuzzer reaches the handlers rather than the authentication
+// filter. A request with a bearer token is left to the server's token
+// authenticators, and one whose context says so is not
+// authenticated at all (anonymousKey): anonymous.
 type admin struct{}
 
-func (admin) Authenticate(*http.Request) (*request.User, bool, error) {
+func (admin) Authenticate(r *http.Request) (*request.User, bool, error) {
+	if r.Header.Get("Authorization") != "" || r.Context().Value(anonymousKey{}) != nil {
+		return nil, false, nil
+	}
 	return &request.User{Name: "fuzz-admin", Groups: []string{"system:masters", "system:authenticated"}}, true, nil
 }
 
@@ -142,24 +159,53 @@ func startServer() (*liveServer, error) {
 		s.close()
 		return nil, fmt.Errorf("resolving the admission plugins: %w", err)
 	}
+	nodeTokens, err := auth.ParseTokenFile(strings.NewReader(fuzzNodeToken + "," + fuzzNodeUser + ",fuzz-node-uid," + nodesGroup + "\n"))
+	if err != nil {
+		s.close()
+		return nil, fmt.Errorf("parsing the node's token: %w", err)
+	}
 	var starters []func(context.Context)
+	var waits []func(context.Context) error
 	s.srv, err = apiserver.New(apiserver.Config{
 		StorageFactory: factory,
 		Resources:      rs,
 		Authenticator:  admin{},
-		Logger:         quiet,
+		// The identities FuzzHTTP sends requests as (identity_test.go):
+		// a node's static token (--token-auth-file), service account
+		// tokens, anonymous requests.
+		TokenAuthenticators: []auth.TokenAuthenticator{nodeTokens},
+		Anonymous:           true,
+		Logger:              quiet,
 		// One request at a time reaches the server; never shed load.
 		MaxRequestsInFlight: -1, MaxMutatingRequestsInFlight: -1,
 		// A signing key serves the TokenRequest API (serviceaccounts/token).
 		ServiceAccounts: &apiserver.ServiceAccountConfig{Issuers: []string{"https://kubernetes.default.svc.cluster.local"}, SigningKey: saKey},
 		// The admission chain of `kubeproof apiserver` (impl/cluster's
-		// buildChain), NamespaceLifecycle included; NodeRestriction asks
-		// the server's authorizer, which allows everything here.
+		// buildChain), NamespaceLifecycle included, and its default
+		// authorization: system:masters, then Node, then RBAC (with the
+		// bootstrap policy), which the admission plugins ask too.
 		DisableNamespaceLifecycle: true,
 		Plugins: func(stores apiserver.StoreGetter) (apiserver.Plugins, error) {
-			mut, val, start, err := admission.NewPluginsWithOptions(plugins, stores, admission.Options{Authorizer: auth.AlwaysAllow{}})
-			starters = start
-			return apiserver.Plugins{Mutators: mut, Validators: val}, err
+			nodeAuthz, err := node.New(stores, node.Config{FieldSelector: func(_ context.Context, info *request.Info) string { return info.FieldSelector }})
+			if err != nil {
+				return apiserver.Plugins{}, fmt.Errorf("building the Node authorizer: %w", err)
+			}
+			rbacAuthz, err := rbac.New(stores)
+			if err != nil {
+				return apiserver.Plugins{}, fmt.Errorf("building the RBAC authorizer: %w", err)
+			}
+			union := auth.AuthorizerUnion{auth.PrivilegedGroups{bootstrappolicy.SystemMastersGroup}, nodeAuthz, rbacAuthz}
+			mut, val, start, err := admission.NewPluginsWithOptions(plugins, stores, admission.Options{Authorizer: union})
+			// The bootstrap policy is written before RBAC's cache first
+			// lists (as impl/cluster's rbacAuthorizer orders them).
+			starters = append(start, nodeAuthz.Run)
+			waits = []func(context.Context) error{nodeAuthz.WaitSynced,
+				func(ctx context.Context) error { return bootstrappolicy.Ensure(ctx, stores) },
+				func(ctx context.Context) error {
+					s.plugins.Go(func() { rbacAuthz.Run(s.pluginsCtx) })
+					return rbacAuthz.WaitSynced(ctx)
+				}}
+			return apiserver.Plugins{Authorizer: union, Mutators: mut, Validators: val}, err
 		},
 	})
 	if err != nil {
@@ -169,13 +215,19 @@ func startServer() (*liveServer, error) {
 	// The plugins' caches, as Server.Run starts them; until one has
 	// synced its plugin reads etcd.
 	pctx, stop := context.WithCancel(context.Background())
-	s.stopPlugins = stop
+	s.stopPlugins, s.pluginsCtx = stop, pctx
 	for _, start := range starters {
 		s.plugins.Go(func() { start(pctx) })
 	}
 	if err := s.srv.EnsureSystemNamespaces(ctx); err != nil {
 		s.close()
 		return nil, err
+	}
+	for _, wait := range waits {
+		if err := wait(ctx); err != nil {
+			s.close()
+			return nil, fmt.Errorf("waiting for the authorizers: %w", err)
+		}
 	}
 	s.handler = s.srv.Handler()
 	for _, ns := range []string{"fuzz", patchNamespace} {
@@ -193,6 +245,10 @@ func startServer() (*liveServer, error) {
 	if code, body := s.do(ctx, http.MethodPost, "/api/v1/namespaces/"+patchNamespace+"/serviceaccounts", "application/json", []byte(`{"apiVersion":"v1","kind":"ServiceAccount","metadata":{"name":"seed"}}`)); code != http.StatusCreated {
 		s.close()
 		return nil, fmt.Errorf("creating service account %s/seed: %d %s", patchNamespace, code, body)
+	}
+	if err := s.setUpIdentities(ctx); err != nil {
+		s.close()
+		return nil, err
 	}
 	if err := s.discover(ctx, rs); err != nil {
 		s.close()
