@@ -13,7 +13,9 @@
 //   - FuzzPatch: JSON, merge and strategic merge patches of live objects.
 //   - FuzzWebhook: writes answered by mutating and validating admission
 //     webhooks served in-process with fuzzed answers; the answer and what
-//     is stored are kube-apiserver's for those webhook answers.
+//     is stored are kube-apiserver's for those webhook answers. Events
+//     are written through both event APIs for webhooks under matchPolicy
+//     Exact and Equivalent, and answers are sometimes asked as protobuf.
 //   - FuzzLabelSelector, FuzzFieldSelector, FuzzContinueToken, FuzzListQuery:
 //     selectors, resourceVersion values and continue tokens, alone and
 //     through GET list.
