@@ -168,9 +168,13 @@ func TestControllersWithKubectl(t *testing.T) {
 			eventuallyKubectl(t, n+" pods", func() bool {
 				return len(livePods(t, p, ns, "app=web")) == atoi(t, n)
 			})
-			if got := kn(t, "get", "deployment", "web", "-o", "jsonpath={.status.availableReplicas}"); got != n {
-				t.Errorf("available %s after scale to %s", got, n)
-			}
+			// The Deployment's status follows its ReplicaSet's, which follows
+			// the pods: rollout status may return on a status not yet
+			// caught up with a scale-down (every replica is updated and
+			// available), so it converges a moment after the pods.
+			eventuallyKubectl(t, "available "+n, func() bool {
+				return kn(t, "get", "deployment", "web", "-o", "jsonpath={.status.availableReplicas}") == n
+			})
 		}
 	})
 
