@@ -209,7 +209,6 @@ var (
 		prule("", []string{"nodes"}, []string{"create", "get", "list", "watch", "update", "patch"}),
 		prule("", []string{"nodes/status", "pods/status"}, []string{"update", "patch"}),
 		prule("", []string{"events"}, []string{"create", "update", "patch"}),
-		prule("events.k8s.io", []string{"events"}, []string{"create", "update", "patch"}),
 		prule("", []string{"pods"}, []string{"create", "delete"}),
 		prule("", []string{"pods/eviction", "serviceaccounts/token"}, []string{"create"}),
 		prule("", []string{"persistentvolumeclaims", "persistentvolumes", "endpoints"}, []string{"get"}),
