@@ -18,6 +18,7 @@ import (
 
 	authnv1 "k8s.io/api/authentication/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	netutils "k8s.io/utils/net"
 	"sigs.k8s.io/yaml"
@@ -454,10 +455,14 @@ func responseStatus(code int, contentType string, body []byte) *metav1.Status {
 	return st
 }
 
-// parseStatus decodes body as a Status, when it is one (JSON or YAML).
+// parseStatus decodes body as a Status, when it is one (JSON, YAML or
+// protobuf).
 func parseStatus(contentType string, body []byte) (*metav1.Status, bool) {
 	if body == nil {
 		return nil, false
+	}
+	if mt, _, _ := mime.ParseMediaType(contentType); mt == protobufMediaType {
+		return parseProtobufStatus(body)
 	}
 	js := toJSON(contentType, body, false)
 	if js == nil {
@@ -468,6 +473,31 @@ func parseStatus(contentType string, body []byte) (*metav1.Status, bool) {
 		return nil, false
 	}
 	return &parsed, true
+}
+
+// protobufMediaType is the Kubernetes protobuf encoding's media type.
+const protobufMediaType = "application/vnd.kubernetes.protobuf"
+
+// protobufMagic starts every Kubernetes protobuf body.
+var protobufMagic = []byte("k8s\x00")
+
+// parseProtobufStatus decodes a Kubernetes protobuf body (the magic, then
+// a runtime.Unknown envelope naming the kind) as a Status, when the
+// envelope says it is one.
+func parseProtobufStatus(body []byte) (*metav1.Status, bool) {
+	rest, ok := bytes.CutPrefix(body, protobufMagic)
+	if !ok {
+		return nil, false
+	}
+	var env runtime.Unknown
+	if env.Unmarshal(rest) != nil || env.Kind != "Status" {
+		return nil, false
+	}
+	var st metav1.Status
+	if st.Unmarshal(env.Raw) != nil {
+		return nil, false
+	}
+	return &st, true
 }
 
 // responseWriter records the status code and (up to the limit) the body,
