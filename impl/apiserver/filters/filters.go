@@ -76,7 +76,7 @@ func WithMetrics(next http.Handler, m *metrics.Metrics) http.Handler {
 		}
 		switch rec.outcome {
 		case answered:
-			m.Observe(r, code, time.Since(start))
+			m.ObserveResponse(r, metrics.Response{Code: code, Duration: time.Since(start), Size: rec.written})
 		case throttled:
 			m.ObserveThrottled(r)
 		}
@@ -112,11 +112,12 @@ func markOutcome(w http.ResponseWriter, o outcome) {
 	}
 }
 
-// statusRecorder remembers the status code and who answered; it keeps
-// Flush working for watches.
+// statusRecorder remembers the status code, the body bytes written and
+// who answered; it keeps Flush working for watches.
 type statusRecorder struct {
 	http.ResponseWriter
 	code    int
+	written int64
 	outcome outcome
 }
 
@@ -131,7 +132,9 @@ func (s *statusRecorder) Write(b []byte) (int, error) {
 	if s.code == 0 {
 		s.code = http.StatusOK
 	}
-	return s.ResponseWriter.Write(b)
+	n, err := s.ResponseWriter.Write(b)
+	s.written += int64(n)
+	return n, err
 }
 
 func (s *statusRecorder) Flush() {

@@ -1,8 +1,9 @@
 // Package metrics defines the API server's request metrics, named and
 // labelled as kube-apiserver's (apiserver_request_total,
-// apiserver_request_duration_seconds, apiserver_longrunning_requests, all
-// STABLE): verb, dry_run, group, version, resource, subresource, scope,
-// component and code, with the values kube-apiserver reports.
+// apiserver_request_duration_seconds, apiserver_longrunning_requests,
+// apiserver_response_sizes, all STABLE): verb, dry_run, group, version,
+// resource, subresource, scope, component and code, with the values
+// kube-apiserver reports.
 package metrics
 
 import (
@@ -31,6 +32,8 @@ type Metrics struct {
 	requests    *prometheus.CounterVec
 	latency     *prometheus.HistogramVec
 	longRunning *prometheus.GaugeVec
+	// sizes are the body sizes of the reads (sized).
+	sizes *prometheus.HistogramVec
 	// terminations counts the requests the server turned away in
 	// self-defense (429s of the in-flight limit and priority and
 	// fairness).
@@ -58,12 +61,14 @@ type observerKey struct {
 	labels
 	code      int
 	latency   bool // the request's latency is observed too
+	sized     bool // its response size too
 	throttled bool // ObserveThrottled's: a termination too
 }
 
 type observers struct {
 	requests     prometheus.Counter
 	latency      prometheus.Observer // nil when not observed
+	sizes        prometheus.Observer // nil when not observed
 	terminations prometheus.Counter  // set for the throttled requests' key only
 }
 
@@ -95,6 +100,10 @@ const applyYAML = "application/apply-patch+yaml"
 var latencyBuckets = []float64{0.005, 0.025, 0.05, 0.1, 0.2, 0.4, 0.6, 0.8, 1.0, 1.25, 1.5, 2, 3,
 	4, 5, 6, 8, 10, 15, 20, 30, 45, 60}
 
+// sizeBuckets are apiserver_response_sizes' bucket bounds: 1 kB to 1 GB
+// by factors of ten.
+var sizeBuckets = prometheus.ExponentialBuckets(1000, 10, 7)
+
 // New registers the metrics on reg. served lists the resources the
 // server serves.
 func New(reg prometheus.Registerer, served []schema.GroupVersionResource) (*Metrics, error) {
@@ -121,7 +130,12 @@ func New(reg prometheus.Registerer, served []schema.GroupVersionResource) (*Metr
 		Name: "apiserver_request_terminations_total",
 		Help: stability.Alpha.Help("Number of requests which apiserver terminated in self-defense."),
 	}, []string{"verb", "group", "version", "resource", "subresource", "scope", "component", "code"})
-	for _, c := range []prometheus.Collector{m.requests, m.latency, m.longRunning, m.terminations} {
+	m.sizes = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "apiserver_response_sizes",
+		Help:    stability.Stable.Help("Response size distribution in bytes for each group, version, verb, resource, subresource, scope and component."),
+		Buckets: sizeBuckets,
+	}, []string{"verb", "group", "version", "resource", "subresource", "scope", "component"})
+	for _, c := range []prometheus.Collector{m.requests, m.latency, m.longRunning, m.terminations, m.sizes} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("registering apiserver metrics: %w", err)
 		}
@@ -278,28 +292,69 @@ func (m *Metrics) labelsOf(r *http.Request, info *request.Info, code int) (l lab
 	return l, code == http.StatusTooManyRequests, false
 }
 
+// Response is what the metrics learn of one answered request.
+type Response struct {
+	Code     int
+	Duration time.Duration // from its arrival to its handler's return
+	Size     int64         // body bytes written
+}
+
 // Observe records one finished request r (its request info in its
-// context) answered with code after d.
+// context) answered with code after d, its size unknown.
 func (m *Metrics) Observe(r *http.Request, code int, d time.Duration) {
-	l, counted, withLatency := m.labelsOf(r, request.InfoFrom(r.Context()), code)
+	m.ObserveResponse(r, Response{Code: code, Duration: d})
+}
+
+// ObserveResponse records one finished request r (its request info in its
+// context) and its response.
+func (m *Metrics) ObserveResponse(r *http.Request, res Response) {
+	info := request.InfoFrom(r.Context())
+	l, counted, withLatency := m.labelsOf(r, info, res.Code)
 	if !counted {
 		return
 	}
-	key := observerKey{l, code, withLatency, false}
+	key := observerKey{labels: l, code: res.Code, latency: withLatency, sized: withLatency && sized(r, info)}
 	o, ok := m.observed.Load(key)
 	if !ok {
 		obs := &observers{requests: m.requests.WithLabelValues(l.verb, l.dryRun, l.group, l.version, l.resource,
-			l.subresource, l.scope, l.component, strconv.Itoa(code))}
+			l.subresource, l.scope, l.component, strconv.Itoa(res.Code))}
 		if withLatency {
 			obs.latency = m.latency.WithLabelValues(l.verb, l.dryRun, l.group, l.version, l.resource, l.subresource, l.scope, l.component)
+		}
+		if key.sized {
+			obs.sizes = m.sizes.WithLabelValues(l.verb, l.group, l.version, l.resource, l.subresource, l.scope, l.component)
 		}
 		o, _ = m.observed.LoadOrStore(key, obs)
 	}
 	obs := o.(*observers)
 	obs.requests.Inc()
 	if obs.latency != nil {
-		obs.latency.Observe(d.Seconds())
+		obs.latency.Observe(res.Duration.Seconds())
 	}
+	if obs.sizes != nil {
+		obs.sizes.Observe(float64(res.Size))
+	}
+}
+
+// sized reports whether kube-apiserver observes the response size of r, a
+// request it times: it does for the routes it installs as reads (a get,
+// also of a getter subresource such as status, scale or log, and a list,
+// a watch by parameter included), and for the non-resource paths it
+// instruments (installed as gets whatever the method), not for writes,
+// the legacy /watch/ paths or the connect subresources (exec, attach,
+// portforward, proxy). The label is the reported verb: CONNECT for
+// pods/log, WATCH for a watch by parameter.
+func sized(r *http.Request, info *request.Info) bool {
+	if info == nil || !info.IsResourceRequest {
+		return true
+	}
+	if method := strings.ToUpper(r.Method); method != http.MethodGet && method != http.MethodHead {
+		return false
+	}
+	if watchPath(info) {
+		return false
+	}
+	return !connectSubresources[info.Subresource] || info.Subresource == "log"
 }
 
 // ObserveThrottled records a request r (its request info in its context)
@@ -311,7 +366,7 @@ func (m *Metrics) Observe(r *http.Request, code int, d time.Duration) {
 // the termination's subresource, an unbounded label value).
 func (m *Metrics) ObserveThrottled(r *http.Request) {
 	l, _, _ := m.labelsOf(r, request.InfoFrom(r.Context()), http.StatusTooManyRequests)
-	key := observerKey{l, http.StatusTooManyRequests, false, true}
+	key := observerKey{labels: l, code: http.StatusTooManyRequests, throttled: true}
 	o, ok := m.observed.Load(key)
 	if !ok {
 		code := strconv.Itoa(http.StatusTooManyRequests)

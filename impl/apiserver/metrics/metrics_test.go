@@ -376,3 +376,55 @@ func TestConnectStartedLabels(t *testing.T) {
 		t.Errorf("after the exec: %v", got)
 	}
 }
+
+// TestResponseSizesObserved: apiserver_response_sizes observes what
+// kube-apiserver installs as reads (a get, a getter subresource, pods/log
+// as CONNECT, a list, a watch by parameter as WATCH, an instrumented
+// non-resource path), not writes, the legacy /watch/ path or the connect
+// subresources.
+func TestResponseSizesObserved(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	m, err := New(reg, testServed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range []*http.Request{
+		req("GET", "/api/v1/namespaces/ns/pods/p"),
+		req("GET", "/api/v1/namespaces/ns/pods/p/status"),
+		req("GET", "/api/v1/namespaces/ns/pods/p/log"),
+		req("GET", "/api/v1/namespaces/ns/pods?watch=1"),
+		req("GET", "/api/v1/pods"),
+		req("GET", "/readyz"),
+		req("POST", "/api/v1/namespaces/ns/pods"),
+		req("GET", "/api/v1/watch/namespaces/ns/pods"),
+		req("GET", "/api/v1/namespaces/ns/pods/p/exec?command=ls"),
+		req("POST", "/api/v1/namespaces/ns/pods/p/attach"),
+		req("GET", "/version"),
+	} {
+		m.ObserveResponse(r, Response{Code: 200, Duration: time.Millisecond, Size: 1500})
+	}
+	got := strings.Join(series(t, reg, "apiserver_response_sizes"), "\n")
+	want := strings.Join([]string{
+		"apiserver_response_sizes{component=,group=,resource=,scope=,subresource=/readyz,verb=GET,version=} 1",
+		"apiserver_response_sizes{component=apiserver,group=,resource=pods,scope=cluster,subresource=,verb=LIST,version=v1} 1",
+		"apiserver_response_sizes{component=apiserver,group=,resource=pods,scope=namespace,subresource=,verb=WATCH,version=v1} 1",
+		"apiserver_response_sizes{component=apiserver,group=,resource=pods,scope=resource,subresource=,verb=GET,version=v1} 1",
+		"apiserver_response_sizes{component=apiserver,group=,resource=pods,scope=resource,subresource=log,verb=CONNECT,version=v1} 1",
+		"apiserver_response_sizes{component=apiserver,group=,resource=pods,scope=resource,subresource=status,verb=GET,version=v1} 1",
+	}, "\n")
+	if got != want {
+		t.Errorf("series:\n%s\nwant:\n%s", got, want)
+	}
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() == "apiserver_response_sizes" {
+			h := mf.GetMetric()[0].GetHistogram()
+			if h.GetSampleSum() != 1500 || h.GetBucket()[0].GetCumulativeCount() != 0 || h.GetBucket()[1].GetCumulativeCount() != 1 {
+				t.Errorf("histogram %v", h)
+			}
+		}
+	}
+}
