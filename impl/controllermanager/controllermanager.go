@@ -2,7 +2,8 @@
 // replicaset, garbagecollector, namespace, nodelifecycle,
 // pod-garbage-collector, disruption, resourcequota, serviceaccount-token,
 // legacy-service-account-token-cleaner, serviceaccount,
-// root-ca-cert-publisher, csrapproving, csrsigning, csrcleaner — over shared
+// root-ca-cert-publisher, csrapproving, csrsigning, csrcleaner,
+// clusterrole-aggregation — over shared
 // informers, behind leader election on a coordination.k8s.io Lease
 // (kube-system/kube-controller-manager), with event recorders and optional
 // /metrics. It runs in-process (kubeproof up) or as its own process against
@@ -52,6 +53,7 @@ import (
 
 	"github.com/kubeproof/kubeproof/impl/apiserver/auth"
 	"github.com/kubeproof/kubeproof/impl/controller/certificates"
+	"github.com/kubeproof/kubeproof/impl/controller/clusterroleaggregation"
 	"github.com/kubeproof/kubeproof/impl/controller/deployment"
 	"github.com/kubeproof/kubeproof/impl/controller/disruption"
 	"github.com/kubeproof/kubeproof/impl/controller/endpoints"
@@ -92,6 +94,9 @@ const (
 	// certificatesigningrequest-cleaner-controller): it deletes old
 	// certificate signing requests (certificates.DecideCleanup).
 	CSRCleaner = "csrcleaner"
+	// ClusterRoleAggregation is upstream's "clusterrole-aggregation": it
+	// writes each aggregated ClusterRole's rules (clusterroleaggregation).
+	ClusterRoleAggregation = "clusterrole-aggregation"
 )
 
 // LegacyServiceAccountTokenCleaner is upstream's
@@ -102,7 +107,7 @@ const (
 const LegacyServiceAccountTokenCleaner = "legacy-service-account-token-cleaner"
 
 // AllControllers lists every controller, in start order.
-var AllControllers = []string{NodeLifecycle, PodGC, Endpoint, EndpointSlice, EndpointSliceMirroring, Namespace, ResourceQuota, Disruption, ServiceAccountToken, LegacyServiceAccountTokenCleaner, ServiceAccount, RootCAPublisher, CSRApproving, CSRSigning, CSRCleaner, GarbageCollector, ReplicaSet, Deployment}
+var AllControllers = []string{NodeLifecycle, PodGC, Endpoint, EndpointSlice, EndpointSliceMirroring, Namespace, ResourceQuota, Disruption, ServiceAccountToken, LegacyServiceAccountTokenCleaner, ServiceAccount, RootCAPublisher, CSRApproving, CSRSigning, CSRCleaner, ClusterRoleAggregation, GarbageCollector, ReplicaSet, Deployment}
 
 // LeaderElection configures the Lease lock (upstream defaults).
 type LeaderElection struct {
@@ -741,6 +746,17 @@ func runControllers(ctx context.Context, root Clients, cfg Config, reg prometheu
 		}
 		c := certificates.NewCleaner(clients.Kube, factory.Certificates().V1().CertificateSigningRequests(), clk)
 		runs = append(runs, c.Run)
+	}
+	if cfg.Enabled(ClusterRoleAggregation) {
+		clients, err := clientsOf(ClusterRoleAggregation)
+		if err != nil {
+			return err
+		}
+		c, err := clusterroleaggregation.New(clients.Kube, factory.Rbac().V1().ClusterRoles())
+		if err != nil {
+			return err
+		}
+		runs = append(runs, func(ctx context.Context) error { return c.Run(ctx, clusterroleaggregation.DefaultWorkers) })
 	}
 	factory.Start(ctx.Done())
 

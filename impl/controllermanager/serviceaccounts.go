@@ -41,6 +41,7 @@ var ServiceAccountNames = map[string]string{
 	CSRApproving:           "certificate-controller",
 	CSRSigning:             "certificate-controller",
 	CSRCleaner:             "certificate-controller",
+	ClusterRoleAggregation: "clusterrole-aggregation-controller",
 
 	LegacyServiceAccountTokenCleaner: "legacy-service-account-token-cleaner",
 }

@@ -25,6 +25,10 @@ func controllerRoles() map[string][]rbacv1.PolicyRule {
 			verbs("create").groups(authorizationGroup).resources("subjectaccessreviews").rule(),
 			eventsRule(),
 		},
+		// It rewrites any ClusterRole's rules, hence escalate.
+		"clusterrole-aggregation-controller": {
+			verbs("escalate", "get", "list", "watch", "update", "patch").groups(rbacGroup).resources("clusterroles").rule(),
+		},
 		"deployment-controller": {
 			verbs("get", "list", "watch", "update", "patch").groups(appsGroup, extensionsGroup).resources("deployments").rule(),
 			verbs("update").groups(appsGroup, extensionsGroup).resources("deployments/status").rule(),
@@ -113,7 +117,7 @@ func controllerRoles() map[string][]rbacv1.PolicyRule {
 // name order.
 func Controllers() []string {
 	return []string{
-		"certificate-controller", "deployment-controller", "disruption-controller", "endpoint-controller", "endpointslice-controller", "endpointslicemirroring-controller", "generic-garbage-collector", "legacy-service-account-token-cleaner", "namespace-controller", "node-controller",
+		"certificate-controller", "clusterrole-aggregation-controller", "deployment-controller", "disruption-controller", "endpoint-controller", "endpointslice-controller", "endpointslicemirroring-controller", "generic-garbage-collector", "legacy-service-account-token-cleaner", "namespace-controller", "node-controller",
 		"pod-garbage-collector", "replicaset-controller", "resourcequota-controller", "root-ca-cert-publisher", "serviceaccount-controller",
 	}
 }

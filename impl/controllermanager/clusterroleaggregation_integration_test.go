@@ -1,0 +1,111 @@
+package controllermanager_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kubeproof/kubeproof/impl/controllermanager"
+)
+
+// TestClusterRoleAggregationUnderRBAC runs the default controller list
+// narrowed to clusterrole-aggregation, as kube-controller-manager does
+// with its clusterrole-aggregation-controller service account under RBAC:
+// a ClusterRole with an aggregationRule gets the rules of the labelled
+// ClusterRole it selects, a second labelled role's rules are appended
+// after them, and the bootstrap "view" role (aggregated from
+// system:aggregate-to-view) gets its rules written.
+func TestClusterRoleAggregationUnderRBAC(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts an API server")
+	}
+	if !controllermanager.DefaultConfig().Enabled(controllermanager.ClusterRoleAggregation) {
+		t.Fatal("clusterrole-aggregation is not on by default")
+	}
+	admin, root, cmCfg := rbacClients(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	roles := admin.RbacV1().ClusterRoles()
+	selector := metav1.LabelSelector{MatchLabels: map[string]string{"example.com/aggregate-to-monitor": "true"}}
+	if _, err := roles.Create(ctx, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "monitor"},
+		AggregationRule: &rbacv1.AggregationRule{ClusterRoleSelectors: []metav1.LabelSelector{selector}}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	podsRule := rbacv1.PolicyRule{Verbs: []string{"get", "list"}, APIGroups: []string{""}, Resources: []string{"pods"}}
+	if _, err := roles.Create(ctx, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "monitor-pods", Labels: selector.MatchLabels},
+		Rules: []rbacv1.PolicyRule{podsRule}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
+	cfg := controllermanager.DefaultConfig()
+	cfg.LeaderElect = false
+	cfg.UseServiceAccountCredentials = true
+	cfg.Controllers = []string{"*"}
+	for _, name := range controllermanager.AllControllers {
+		if name != controllermanager.ClusterRoleAggregation {
+			cfg.Controllers = append(cfg.Controllers, "-"+name)
+		}
+	}
+	var wg sync.WaitGroup
+	cmErr := make(chan error, 1)
+	wg.Add(1)
+	go func() { defer wg.Done(); cmErr <- controllermanager.Run(ctx, root, cmCfg, cfg) }()
+	defer func() {
+		cancel()
+		wg.Wait()
+		if err := <-cmErr; err != nil {
+			t.Errorf("controller manager: %v", err)
+		}
+	}()
+	rulesOf := func(name string, want []rbacv1.PolicyRule) func() (bool, error) {
+		return func() (bool, error) {
+			r, err := roles.Get(ctx, name, metav1.GetOptions{})
+			if err != nil {
+				return false, err
+			}
+			return equality.Semantic.DeepEqual(r.Rules, want), nil
+		}
+	}
+	eventually(t, "monitor gets monitor-pods' rule", rulesOf("monitor", []rbacv1.PolicyRule{podsRule}))
+
+	nodesRule := rbacv1.PolicyRule{Verbs: []string{"get"}, APIGroups: []string{""}, Resources: []string{"nodes"}}
+	if _, err := roles.Create(ctx, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "monitor-z-nodes", Labels: selector.MatchLabels},
+		Rules: []rbacv1.PolicyRule{nodesRule, podsRule}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "monitor gets monitor-z-nodes' new rule after monitor-pods'", rulesOf("monitor", []rbacv1.PolicyRule{podsRule, nodesRule}))
+
+	eventually(t, "view has rules", func() (bool, error) {
+		r, err := roles.Get(ctx, "view", metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		for _, rule := range r.Rules {
+			for _, res := range rule.Resources {
+				if res == "pods" {
+					return true, nil
+				}
+			}
+		}
+		return false, nil
+	})
+	m, err := roles.Get(ctx, "monitor", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var managers []string
+	for _, f := range m.ManagedFields {
+		managers = append(managers, f.Manager+"/"+string(f.Operation))
+	}
+	found := false
+	for _, mgr := range managers {
+		found = found || mgr == "clusterrole-aggregation-controller/Apply"
+	}
+	if !found {
+		t.Errorf("monitor's managers %v, want clusterrole-aggregation-controller/Apply among them", managers)
+	}
+}
