@@ -191,8 +191,10 @@ func TestAuditRequestObjectOnceDecoded(t *testing.T) {
 	if ev := b.stage("create", audit.StageRequestReceived); ev == nil || ev.RequestObject != nil {
 		t.Errorf("RequestReceived: %+v, want no requestObject", ev)
 	}
-	if ev := b.stage("create", audit.StageResponseComplete); ev == nil || string(ev.RequestObject) != cm {
-		t.Errorf("ResponseComplete: %+v, want requestObject %s", ev, cm)
+	// The decoded object encoded again: kind first.
+	const cmDecoded = `{"kind":"ConfigMap","apiVersion":"v1","metadata":{"name":"req"}}`
+	if ev := b.stage("create", audit.StageResponseComplete); ev == nil || string(ev.RequestObject) != cmDecoded {
+		t.Errorf("ResponseComplete: %+v, want requestObject %s", ev, cmDecoded)
 	}
 	send("bad", http.MethodPost, "/api/v1/namespaces/default/configmaps", "application/json", `{"apiVersion":"v9","kind":"ConfigMap"}`, 400)
 	if ev := b.stage("bad", audit.StageResponseComplete); ev == nil || ev.RequestObject != nil {

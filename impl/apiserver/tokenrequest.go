@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -63,7 +64,7 @@ func (s *Server) serveTokenRequest(w http.ResponseWriter, r *http.Request, gv sc
 	// Warning headers, as on other writes.
 	w, r = endpoints.CollectWarnings(w, r)
 	req := &authenticationv1.TokenRequest{}
-	if err := s.readObject(w, r, authenticationv1.SchemeGroupVersion.WithKind("TokenRequest"), req); err != nil {
+	if err := s.readObject(w, r, authenticationv1.SchemeGroupVersion.WithKind("TokenRequest"), req, defaultTokenRequest); err != nil {
 		endpoints.WriteError(w, r, s.codecs, err, tokenRequestGR, info.Name)
 		return true
 	}
@@ -304,4 +305,16 @@ func podNode(ctx context.Context, look tokenObjects, name string) (*corev1.Node,
 		return nil, apierrors.NewInternalError(err)
 	}
 	return node, nil
+}
+
+// defaultTokenRequest applies the scheme's TokenRequest defaults, as
+// kube-apiserver's decoder does: a spec without expirationSeconds asks
+// for defaultTokenExpirationSeconds.
+func defaultTokenRequest(obj runtime.Object) {
+	tr, ok := obj.(*authenticationv1.TokenRequest)
+	if !ok || tr.Spec.ExpirationSeconds != nil {
+		return
+	}
+	def := int64(defaultTokenExpirationSeconds)
+	tr.Spec.ExpirationSeconds = &def
 }

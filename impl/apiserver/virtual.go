@@ -87,7 +87,7 @@ func (s *Server) serveVirtual(w http.ResponseWriter, r *http.Request, gv schema.
 		endpoints.WriteStatusError(w, r, s.codecs, apierrors.NewMethodNotSupported(gr, info.Verb))
 	default:
 		in := v.newObj()
-		if err := s.readObject(w, r, v.gvr.GroupVersion().WithKind(v.kind), in); err != nil {
+		if err := s.readObject(w, r, v.gvr.GroupVersion().WithKind(v.kind), in, nil); err != nil {
 			endpoints.WriteError(w, r, s.codecs, err, gr, "")
 			return true
 		}
@@ -147,8 +147,10 @@ func matchRequestNamespace(obj runtime.Object, namespaced bool, ns string) error
 }
 
 // readObject decodes the request body into into (kind want); errors are
-// API errors (400, 413, 415).
-func (s *Server) readObject(w http.ResponseWriter, r *http.Request, want schema.GroupVersionKind, into runtime.Object) error {
+// API errors (400, 413, 415). The audit event records the decoded object
+// with defaults (the scheme's defaults of kind want, nil when it has none)
+// applied, as kube-apiserver's decoder applies them.
+func (s *Server) readObject(w http.ResponseWriter, r *http.Request, want schema.GroupVersionKind, into runtime.Object, defaults func(runtime.Object)) error {
 	limit := s.cfg.MaxRequestBodyBytes
 	if r.ContentLength > limit {
 		return apierrors.NewRequestEntityTooLargeError(fmt.Sprintf("limit is %d", limit))
@@ -176,7 +178,7 @@ func (s *Server) readObject(w http.ResponseWriter, r *http.Request, want schema.
 		return apierrors.NewBadRequest(fmt.Sprintf("the body of the request is not a %s", want))
 	}
 	if m, err := meta.Accessor(obj); err == nil {
-		audit.LogRequestObject(r.Context(), m)
+		audit.LogRequestObject(r.Context(), m, s.codecs.RequestObjectJSON(obj, want.GroupVersion(), defaults))
 	}
 	return nil
 }

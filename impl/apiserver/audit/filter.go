@@ -183,9 +183,14 @@ type recorder struct {
 	mu          sync.Mutex
 	ev          *Event
 	requestBody json.RawMessage
-	// objectLogged: the handler decoded the body (LogRequestObject).
+	// objectLogged: the handler decoded the body (LogRequestObject,
+	// LogRequestBody).
 	objectLogged bool
-	finished     bool
+	// requestObject is the decoded object encoded again
+	// (LogRequestObject): a create's or an update's requestObject, where
+	// the other verbs record requestBody.
+	requestObject json.RawMessage
+	finished      bool
 }
 
 type eventKey struct{}
@@ -319,10 +324,10 @@ var connectSubresources = map[string]bool{"proxy": true, "exec": true, "attach":
 
 // bodyRecorded says whether ev's request body is recorded, as
 // kube-apiserver's handlers record it: a create's or an update's once it
-// has been decoded (LogRequestObject), a delete's or deletecollection's
-// once it has been decoded to DeleteOptions (LogRequestBody), a patch's
-// as sent (kubeproof keeps the JSON body the client sent, not the decoded
-// object encoded again), nothing of connect requests or of other verbs.
+// has been decoded (LogRequestObject: the decoded object encoded again),
+// a delete's or deletecollection's once it has been decoded to
+// DeleteOptions (LogRequestBody: kubeproof keeps the JSON body as sent),
+// a patch's as sent, nothing of connect requests or of other verbs.
 // The RequestReceived event, before any handler, has none. decoded says
 // the handler logged the decoded body.
 func bodyRecorded(ev *Event, decoded bool) bool {
@@ -348,6 +353,10 @@ func (rec *recorder) emit(s Stage, fill func(ev *Event)) bool {
 	rec.mu.Lock()
 	ev := *rec.ev
 	decoded := rec.objectLogged
+	body := rec.requestBody
+	if ev.Verb == "create" || ev.Verb == "update" {
+		body = rec.requestObject
+	}
 	if rec.ev.Annotations != nil {
 		ev.Annotations = make(map[string]string, len(rec.ev.Annotations))
 		for k, v := range rec.ev.Annotations {
@@ -364,7 +373,7 @@ func (rec *recorder) emit(s Stage, fill func(ev *Event)) bool {
 		ev.StageTimestamp = metav1.NewMicroTime(rec.cfg.Now())
 	}
 	if !ev.Level.Less(LevelRequest) && s != StageRequestReceived && bodyRecorded(&ev, decoded) {
-		ev.RequestObject = rec.requestBody
+		ev.RequestObject = body
 	}
 	if fill != nil {
 		fill(&ev)

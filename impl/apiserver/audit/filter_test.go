@@ -116,10 +116,10 @@ func TestMetadataLevel(t *testing.T) {
 }
 
 // decodedCreate is created(t) after logging the decoded body, as the
-// create and update handlers do.
+// create and update handlers do (the object encoded again is podJSON).
 func decodedCreate(t *testing.T) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		LogRequestObject(r.Context(), &metav1.ObjectMeta{})
+		LogRequestObject(r.Context(), &metav1.ObjectMeta{}, func(bool) ([]byte, error) { return []byte(podJSON), nil })
 		created(t)(w, r)
 	}
 }

@@ -39,7 +39,7 @@ func TestNamespaceWriteObjectRef(t *testing.T) {
 				if err := json.NewDecoder(r.Body).Decode(&ns); err != nil {
 					t.Fatal(err)
 				}
-				LogRequestObject(r.Context(), &ns.ObjectMeta)
+				LogRequestObject(r.Context(), &ns.ObjectMeta, nil)
 			}
 			w.WriteHeader(http.StatusOK)
 		})

@@ -2,9 +2,16 @@ package audit
 
 import (
 	"context"
+	"encoding/json"
+	"log/slog"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
+
+// RequestObjectEncoder encodes the object a request's body decoded to as
+// the audit event records it: JSON, in the body's group version, without
+// metadata.managedFields when omitManagedFields is set.
+type RequestObjectEncoder func(omitManagedFields bool) ([]byte, error)
 
 // LogRequestObject completes the objectRef of the audited request ctx
 // belongs to from the metadata of the object its body decoded to, as
@@ -12,14 +19,27 @@ import (
 // (before admission, so a generateName create has no name yet): the
 // namespace, name, uid and resourceVersion the request's path left empty
 // are taken from obj. Events of the stages already recorded
-// (RequestReceived) keep the path's. From then on the request body is
-// recorded at the Request level and above. It does nothing when the
-// request is not audited or obj is nil. The policy has matched the request
-// by then: a rule's resourceNames see only the path's name.
-func LogRequestObject(ctx context.Context, obj metav1.Object) {
+// (RequestReceived) keep the path's. From then on, at the Request level
+// and above, the requestObject is what encode returns (kube-apiserver
+// records the decoded object encoded again, not the body as sent, so a
+// protobuf body is recorded too); encode is not called below that level.
+// When it fails, as kube-apiserver's, neither the objectRef nor the
+// requestObject is recorded. It does nothing when the request is not
+// audited or obj is nil. The policy has matched the request by then: a
+// rule's resourceNames see only the path's name.
+func LogRequestObject(ctx context.Context, obj metav1.Object, encode RequestObjectEncoder) {
 	rec := recorderFrom(ctx)
 	if rec == nil || obj == nil {
 		return
+	}
+	var encoded json.RawMessage
+	if !rec.decision.Level.Less(LevelRequest) && encode != nil {
+		js, err := encode(rec.decision.OmitManagedFields)
+		if err != nil {
+			slog.Error("encoding the audited request object", "auditID", rec.ev.AuditID, "err", err)
+			return
+		}
+		encoded = js
 	}
 	rec.mu.Lock()
 	defer rec.mu.Unlock()
@@ -42,6 +62,7 @@ func LogRequestObject(ctx context.Context, obj metav1.Object) {
 	}
 	rec.ev.ObjectRef = &ref
 	rec.objectLogged = true
+	rec.requestObject = encoded
 }
 
 // LogRequestBody marks the request body of the audited request ctx belongs

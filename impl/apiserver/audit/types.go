@@ -34,7 +34,8 @@
 // (e.g. authorization.k8s.io/decision and authorization.k8s.io/reason) and
 // LogRequestObject (the create and update handlers, once the body is
 // decoded: objectRef's namespace, name, uid and resourceVersion the path
-// left empty) and LogRequestBody (the delete handlers, once the body
+// left empty, and the requestObject, that object encoded again) and
+// LogRequestBody (the delete handlers, once the body
 // decoded to DeleteOptions). responseStatus is the HTTP code with the fields of a Status
 // answer, success ones too, as kube-apiserver's LogResponseObject.
 package audit

@@ -40,7 +40,7 @@ func (h *Handler) bind(w http.ResponseWriter, r *http.Request, info *request.Inf
 		return err
 	}
 	recordWarnings(r, warnings)
-	audit.LogRequestObject(r.Context(), accessor(obj))
+	audit.LogRequestObject(r.Context(), accessor(obj), h.opts.Codecs.RequestObjectJSON(obj, corev1.SchemeGroupVersion, nil))
 	b := obj.(*corev1.Binding)
 	if b.Namespace == "" {
 		b.Namespace = info.Namespace

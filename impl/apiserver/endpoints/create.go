@@ -41,7 +41,7 @@ func (h *Handler) create(w http.ResponseWriter, r *http.Request, info *request.I
 		return err
 	}
 	recordWarnings(r, warnings)
-	audit.LogRequestObject(r.Context(), accessor(obj))
+	audit.LogRequestObject(r.Context(), accessor(obj), h.opts.Codecs.RequestObjectJSON(obj, h.gvk.GroupVersion(), h.res.Strategy.Default))
 	if h.res.Namespaced {
 		m := accessor(obj)
 		switch {

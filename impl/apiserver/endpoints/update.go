@@ -113,7 +113,7 @@ func (h *Handler) update(w http.ResponseWriter, r *http.Request, info *request.I
 		if err != nil {
 			return err
 		}
-		audit.LogRequestObject(r.Context(), accessor(obj))
+		audit.LogRequestObject(r.Context(), accessor(obj), h.opts.Codecs.RequestObjectJSON(obj, scaleGVK.GroupVersion(), nil))
 		recordWarnings(r, warns)
 		scale := obj.(*autoscalingv1.Scale)
 		transform = func(old runtime.Object) (runtime.Object, error) { return h.applyScale(old, scale, true) }
@@ -122,7 +122,7 @@ func (h *Handler) update(w http.ResponseWriter, r *http.Request, info *request.I
 		if err != nil {
 			return err
 		}
-		audit.LogRequestObject(r.Context(), accessor(obj))
+		audit.LogRequestObject(r.Context(), accessor(obj), h.opts.Codecs.RequestObjectJSON(obj, h.gvk.GroupVersion(), h.res.Strategy.Default))
 		recordWarnings(r, warns)
 		ns, ok := obj.(*corev1.Namespace)
 		if !ok {
@@ -148,7 +148,7 @@ func (h *Handler) update(w http.ResponseWriter, r *http.Request, info *request.I
 		if err != nil {
 			return err
 		}
-		audit.LogRequestObject(r.Context(), accessor(obj))
+		audit.LogRequestObject(r.Context(), accessor(obj), h.opts.Codecs.RequestObjectJSON(obj, h.gvk.GroupVersion(), h.res.Strategy.Default))
 		recordWarnings(r, warns)
 		if name := accessor(obj).GetName(); name != info.Name {
 			return apierrors.NewBadRequest(fmt.Sprintf("the name of the object (%s) does not match the name on the URL (%s)", name, info.Name))

@@ -95,7 +95,7 @@ func (h *Handler) Serve(w http.ResponseWriter, r *http.Request, gv schema.GroupV
 		endpoints.WriteError(w, r, h.codecs, err, evictGR, info.Name)
 		return true
 	}
-	audit.LogRequestObject(r.Context(), ev)
+	audit.LogRequestObject(r.Context(), ev, h.codecs.RequestObjectJSON(ev, policyv1.SchemeGroupVersion, nil))
 	// Admitted as a create of pods/eviction (a dry run as its ?dryRun
 	// says) before anything is read or written, as kube-apiserver's; the
 	// name check between the phases is where its eviction REST makes it,
