@@ -275,23 +275,15 @@ func (w *quotaWrite) chargeFor(q *corev1.ResourceQuota) (corev1.ResourceList, er
 }
 
 // uncoveredLimited is upstream's check of limitedResources, after the
-// quotas' own (CheckRequest): when the write adds usage at all (on an
-// update, growth over the stored object), names are the resource names
-// its object consumes that match a limited resource of its kind
-// (limitedByDefault: usage above zero, the name containing a
-// matchContains string) and that no quota covering the object restricts,
-// sorted; scopes are the matchScopes of any limited resource (whatever
-// its resource, as upstream) the object is in whose scope no quota's
-// scope selector matching the object names.
+// quotas' own (CheckRequest): when the write adds usage (addsUsage),
+// names are the resource names its object consumes that match a limited
+// resource of its kind (limitedByDefault: usage above zero, the name
+// containing a matchContains string) and that no quota covering the
+// object restricts, sorted; scopes are the matchScopes of any limited
+// resource (whatever its resource, as upstream) the object is in whose
+// scope no quota's scope selector matching the object names.
 func (w *quotaWrite) uncoveredLimited(quotas []corev1.ResourceQuota, limited []LimitedResource) (names []string, scopes []corev1.ScopedResourceSelectorRequirement) {
-	if len(limited) == 0 {
-		return nil, nil
-	}
-	delta := w.usage
-	if w.prev != nil {
-		delta = growth(w.usage, w.prev)
-	}
-	if !slices.ContainsFunc(slices.Collect(maps.Values(delta)), func(q resource.Quantity) bool { return q.Sign() != 0 }) {
+	if len(limited) == 0 || !w.addsUsage(quotas) {
 		return nil, nil
 	}
 	covered := map[corev1.ResourceName]bool{}
@@ -335,6 +327,44 @@ func (w *quotaWrite) uncoveredLimited(quotas []corev1.ResourceQuota, limited []L
 		}
 	}
 	return slices.Sorted(maps.Keys(need)), scopes
+}
+
+// addsUsage tells whether the write adds usage in the sense upstream's
+// CheckRequest gives it before checking limitedResources, quota by quota:
+// when some quota covers the new object and restricts a name of its
+// resource (as chargeFor), the write adds usage if it adds any to one of
+// them — on an update the growth to a quota that also covered the stored
+// object, the whole usage to one it enters — counting every resource the
+// object uses, not only the quota's names; when no quota does, if the
+// object as a whole uses more than the stored one (all of its usage on a
+// create). So an update that uses no more than before but brings the
+// object into a quota's scope adds usage.
+func (w *quotaWrite) addsUsage(quotas []corev1.ResourceQuota) bool {
+	grown := w.usage
+	if w.prev != nil {
+		grown = growth(w.usage, w.prev)
+	}
+	covered := false
+	for i := range quotas {
+		q := &quotas[i]
+		if len(quotaeval.MatchingResources(w.gr, q.Status.Hard)) == 0 || !quotaeval.Covers(q, w.gr, w.obj) {
+			continue
+		}
+		covered = true
+		delta := w.usage
+		if w.prev != nil && quotaeval.Covers(q, w.gr, w.old) {
+			delta = grown
+		}
+		if nonZero(delta) {
+			return true
+		}
+	}
+	return !covered && nonZero(grown)
+}
+
+// nonZero tells whether any quantity of l is not zero.
+func nonZero(l corev1.ResourceList) bool {
+	return slices.ContainsFunc(slices.Collect(maps.Values(l)), func(q resource.Quantity) bool { return q.Sign() != 0 })
 }
 
 // growth is usage less prev, resource by resource, never below zero.

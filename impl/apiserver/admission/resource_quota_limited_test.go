@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/resource"
 )
 
 // TestResourceQuotaLimitedResources: with ResourceQuota's configuration
@@ -126,6 +128,84 @@ func TestResourceQuotaLimitedScopes(t *testing.T) {
 			wantForbidden(t, err, tt.want)
 			if err != nil && err.Error() != tt.want {
 				t.Fatalf("message %q, want upstream's %q", err.Error(), tt.want)
+			}
+		})
+	}
+}
+
+// TestResourceQuotaLimitedOnUpdate: on an update, limitedResources are
+// checked, as upstream's CheckRequest, only when the write adds usage to
+// some quota covering the new object — its whole usage to one that did
+// not cover the stored object, its growth to one that did — or, with no
+// such quota, when the object grows. So an update that brings a pod into
+// a quota's scope (activeDeadlineSeconds set: Terminating) needs its
+// limited names covered even though the pod uses no more than before,
+// while the same update with no quota entering, and a resize that does
+// not grow, are admitted as before.
+func TestResourceQuotaLimitedOnUpdate(t *testing.T) {
+	limited := []LimitedResource{{Resource: "pods", MatchContains: []string{"cpu"}}}
+	old := newPod("p", container("a", rl("cpu", "100m"), nil))
+	old.ResourceVersion = "5"
+	terminating := old.DeepCopy()
+	terminating.Spec.ActiveDeadlineSeconds = ptr(int64(30))
+	grown := old.DeepCopy()
+	grown.Spec.Containers[0].Resources.Requests = rl("cpu", "200m")
+	scoped := func(name string, s corev1.ResourceQuotaScope, hard ...string) *corev1.ResourceQuota {
+		used := rl(hard...)
+		for n := range used {
+			used[n] = resource.MustParse("0")
+		}
+		q := quota(name, rl(hard...), used)
+		if s != "" {
+			q.Spec.Scopes = []corev1.ResourceQuotaScope{s}
+		}
+		return q
+	}
+	const uncovered = `pods "p" is forbidden: insufficient quota to consume: cpu,requests.cpu`
+	tests := []struct {
+		name        string
+		quotas      []*corev1.ResourceQuota
+		obj         *corev1.Pod
+		subresource string
+		want        string
+		wantUsed    map[string]corev1.ResourceList
+	}{
+		{"enters a quota's scope, limited names uncovered", []*corev1.ResourceQuota{scoped("t", corev1.ResourceQuotaScopeTerminating, "pods", "10")},
+			terminating, "", uncovered, nil},
+		{"enters one quota's scope, another covered both", []*corev1.ResourceQuota{scoped("all", "", "pods", "10"), scoped("t", corev1.ResourceQuotaScopeTerminating, "pods", "10")},
+			terminating, "", uncovered, nil},
+		{"enters a quota's scope that covers the limited names", []*corev1.ResourceQuota{scoped("t", corev1.ResourceQuotaScopeTerminating, "pods", "10", "cpu", "1", "requests.cpu", "1")},
+			terminating, "", "", map[string]corev1.ResourceList{"t": rl("pods", "1", "cpu", "100m", "requests.cpu", "100m")}},
+		{"quota covered both, no growth", []*corev1.ResourceQuota{scoped("all", "", "pods", "10")},
+			terminating, "", "", map[string]corev1.ResourceList{"all": rl("pods", "0")}},
+		{"leaves a quota's scope, no growth", []*corev1.ResourceQuota{scoped("nt", corev1.ResourceQuotaScopeNotTerminating, "pods", "10")},
+			terminating, "", "", map[string]corev1.ResourceList{"nt": rl("pods", "0")}},
+		{"no quota, no growth", nil, terminating, "", "", nil},
+		{"resize grows, no quota", nil, grown, "resize", uncovered, nil},
+		{"resize grows, quota of other names", []*corev1.ResourceQuota{scoped("all", "", "pods", "10")}, grown, "resize", uncovered, nil},
+		{"resize shrinks", []*corev1.ResourceQuota{scoped("all", "", "pods", "10")}, old, "resize", "", map[string]corev1.ResourceList{"all": rl("pods", "0")}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			store := &memQuotas{quotas: map[string]*corev1.ResourceQuota{}}
+			for _, q := range tt.quotas {
+				store.quotas[q.Name] = q.DeepCopy()
+			}
+			oldObj := old
+			if tt.subresource == "resize" && tt.obj == old {
+				oldObj = grown
+			}
+			a := &Attributes{Operation: Update, Resource: corev1.SchemeGroupVersion.WithResource("pods"), Subresource: tt.subresource,
+				Kind: corev1.SchemeGroupVersion.WithKind("Pod"), Namespace: "ns", Name: "p", Object: tt.obj.DeepCopy(), OldObject: oldObj.DeepCopy()}
+			err := (&ResourceQuota{Store: store, LimitedResources: limited}).Validate(context.Background(), a)
+			wantForbidden(t, err, tt.want)
+			if err != nil && err.Error() != tt.want {
+				t.Fatalf("message %q, want %q", err.Error(), tt.want)
+			}
+			for name, want := range tt.wantUsed {
+				if got := store.quotas[name].Status.Used; !apiequality.Semantic.DeepEqual(got, want) {
+					t.Fatalf("quota %s used %v, want %v", name, got, want)
+				}
 			}
 		})
 	}
