@@ -485,3 +485,34 @@ func TestMutatingWebhookPatchOnDelete(t *testing.T) {
 		t.Fatalf("%d calls, want 2", n)
 	}
 }
+
+// TestWebhookCallsExcludedFromSLILatency: the time of the webhook calls
+// goes to the request's excluded latency (request.ExcludedLatency), which
+// kube-apiserver leaves out of apiserver_request_sli_duration_seconds:
+// a mutating call and, separately, two parallel validating calls of at
+// least 150 ms each.
+func TestWebhookCallsExcludedFromSLILatency(t *testing.T) {
+	srv := newHookServer(t, func(string, *admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse {
+		time.Sleep(150 * time.Millisecond)
+		return allow()
+	})
+	newCtx := func() context.Context {
+		return request.NewContext(context.Background(), httptest.NewRequest("POST", "/api/v1/namespaces/ns/pods", nil))
+	}
+	mctx := newCtx()
+	mp := &MutatingWebhook{webhookDispatcher: testDispatcher(mutatingWebhooks(srv.mutating(hookSpec{name: "m.example.com"})))}
+	if err := mp.Admit(mctx, podCreate(newPod("p"))); err != nil {
+		t.Fatal(err)
+	}
+	if got := request.ExcludedLatencyFrom(mctx).Total(); got < 150*time.Millisecond {
+		t.Errorf("mutating call excluded %v, want at least 150ms", got)
+	}
+	vctx := newCtx()
+	vp := &ValidatingWebhook{testDispatcher(validatingWebhooks(srv.validating(hookSpec{name: "a.example.com"}, hookSpec{name: "b.example.com"})))}
+	if err := vp.Validate(vctx, podCreate(newPod("p"))); err != nil {
+		t.Fatal(err)
+	}
+	if got := request.ExcludedLatencyFrom(vctx).Total(); got < 150*time.Millisecond {
+		t.Errorf("validating calls excluded %v, want at least 150ms", got)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"time"
 
 	admissionv1 "k8s.io/api/admission/v1"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -11,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/kubeproof/kubeproof/impl/apiserver/audit"
+	"github.com/kubeproof/kubeproof/impl/apiserver/request"
 )
 
 var validatingConfigResource = schema.GroupResource{Group: "admissionregistration.k8s.io", Resource: "validatingwebhookconfigurations"}
@@ -110,7 +112,12 @@ func (p *ValidatingWebhook) Validate(ctx context.Context, a *Attributes) error {
 				fail(err)
 				return
 			}
+			start := time.Now()
 			resp, err := p.call(ctx, w, rev)
+			// Left out of the request's SLI latency, as kube-apiserver
+			// tracks its validating calls (the longest: they run in
+			// parallel).
+			request.ExcludedLatencyFrom(ctx).AddValidatingWebhook(time.Since(start))
 			if err != nil {
 				// As kube-apiserver: a failure let through is recorded,
 				// indexed among the webhooks the request matched.

@@ -76,7 +76,8 @@ func WithMetrics(next http.Handler, m *metrics.Metrics) http.Handler {
 		}
 		switch rec.outcome {
 		case answered:
-			m.ObserveResponse(r, metrics.Response{Code: code, Duration: time.Since(start), Size: rec.written})
+			m.ObserveResponse(r, metrics.Response{Code: code, Duration: time.Since(start), Size: rec.written,
+				Excluded: request.ExcludedLatencyFrom(r.Context()).Total()})
 		case throttled:
 			m.ObserveThrottled(r)
 		}

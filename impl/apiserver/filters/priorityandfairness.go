@@ -3,6 +3,7 @@ package filters
 import (
 	"errors"
 	"net/http"
+	"time"
 
 	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -77,6 +78,7 @@ func admitFlow(w http.ResponseWriter, r *http.Request, c *codec.Codecs, fc *flow
 		work, watchers = est.Estimate(info, r.URL.RawQuery, func() int { return fc.MaxSeats(cl) })
 		fc.ObserveWork(cl, work, watchers)
 	}
+	start := time.Now()
 	req, err := fc.WaitFor(r.Context(), cl, work)
 	if err != nil {
 		retryAfter := 1
@@ -87,6 +89,9 @@ func admitFlow(w http.ResponseWriter, r *http.Request, c *codec.Codecs, fc *flow
 		endpoints.WriteStatusError(w, r, c, apierrors.NewTooManyRequests("Too many requests, please try again later.", retryAfter))
 		return nil, nil, nil
 	}
+	// The wait for seats is left out of the request's SLI latency, as
+	// kube-apiserver tracks its queue wait.
+	request.ExcludedLatencyFrom(r.Context()).AddQueueWait(time.Since(start))
 	var forget func()
 	if watch {
 		if est != nil && est.Watches != nil {

@@ -1,7 +1,8 @@
 // Package metrics defines the API server's request metrics, named and
 // labelled as kube-apiserver's (apiserver_request_total,
 // apiserver_request_duration_seconds, apiserver_longrunning_requests,
-// apiserver_response_sizes, all STABLE): verb, dry_run, group, version,
+// apiserver_response_sizes, all STABLE, and
+// apiserver_request_sli_duration_seconds): verb, dry_run, group, version,
 // resource, subresource, scope, component and code, with the values
 // kube-apiserver reports.
 package metrics
@@ -34,6 +35,9 @@ type Metrics struct {
 	longRunning *prometheus.GaugeVec
 	// sizes are the body sizes of the reads (sized).
 	sizes *prometheus.HistogramVec
+	// sli is the latency of the timed requests but dry runs, less the
+	// webhook calls and the queue wait (request.ExcludedLatency).
+	sli *prometheus.HistogramVec
 	// terminations counts the requests the server turned away in
 	// self-defense (429s of the in-flight limit and priority and
 	// fairness).
@@ -69,6 +73,7 @@ type observers struct {
 	requests     prometheus.Counter
 	latency      prometheus.Observer // nil when not observed
 	sizes        prometheus.Observer // nil when not observed
+	sli          prometheus.Observer // nil when not observed
 	terminations prometheus.Counter  // set for the throttled requests' key only
 }
 
@@ -104,6 +109,9 @@ var latencyBuckets = []float64{0.005, 0.025, 0.05, 0.1, 0.2, 0.4, 0.6, 0.8, 1.0,
 // by factors of ten.
 var sizeBuckets = prometheus.ExponentialBuckets(1000, 10, 7)
 
+// sliBuckets are apiserver_request_sli_duration_seconds' bucket bounds.
+var sliBuckets = []float64{0.05, 0.1, 0.2, 0.4, 0.6, 0.8, 1.0, 1.25, 1.5, 2, 3, 4, 5, 6, 8, 10, 15, 20, 30, 45, 60}
+
 // New registers the metrics on reg. served lists the resources the
 // server serves.
 func New(reg prometheus.Registerer, served []schema.GroupVersionResource) (*Metrics, error) {
@@ -135,7 +143,12 @@ func New(reg prometheus.Registerer, served []schema.GroupVersionResource) (*Metr
 		Help:    stability.Stable.Help("Response size distribution in bytes for each group, version, verb, resource, subresource, scope and component."),
 		Buckets: sizeBuckets,
 	}, []string{"verb", "group", "version", "resource", "subresource", "scope", "component"})
-	for _, c := range []prometheus.Collector{m.requests, m.latency, m.longRunning, m.terminations, m.sizes} {
+	m.sli = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "apiserver_request_sli_duration_seconds",
+		Help:    stability.Alpha.Help("Response latency distribution (not counting webhook duration and priority & fairness queue wait times) in seconds for each verb, group, version, resource, subresource, scope and component."),
+		Buckets: sliBuckets,
+	}, []string{"verb", "group", "version", "resource", "subresource", "scope", "component"})
+	for _, c := range []prometheus.Collector{m.requests, m.latency, m.longRunning, m.terminations, m.sizes, m.sli} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("registering apiserver metrics: %w", err)
 		}
@@ -297,6 +310,9 @@ type Response struct {
 	Code     int
 	Duration time.Duration // from its arrival to its handler's return
 	Size     int64         // body bytes written
+	// Excluded is the part of Duration left out of the SLI latency
+	// (request.ExcludedLatency's Total).
+	Excluded time.Duration
 }
 
 // Observe records one finished request r (its request info in its
@@ -324,6 +340,11 @@ func (m *Metrics) ObserveResponse(r *http.Request, res Response) {
 		if key.sized {
 			obs.sizes = m.sizes.WithLabelValues(l.verb, l.group, l.version, l.resource, l.subresource, l.scope, l.component)
 		}
+		// kube-apiserver times in the SLI histogram every request it
+		// times, but dry runs (any dryRun parameter).
+		if withLatency && l.dryRun == "" {
+			obs.sli = m.sli.WithLabelValues(l.verb, l.group, l.version, l.resource, l.subresource, l.scope, l.component)
+		}
 		o, _ = m.observed.LoadOrStore(key, obs)
 	}
 	obs := o.(*observers)
@@ -333,6 +354,9 @@ func (m *Metrics) ObserveResponse(r *http.Request, res Response) {
 	}
 	if obs.sizes != nil {
 		obs.sizes.Observe(float64(res.Size))
+	}
+	if obs.sli != nil {
+		obs.sli.Observe((res.Duration - res.Excluded).Seconds())
 	}
 }
 

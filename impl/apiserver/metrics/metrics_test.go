@@ -428,3 +428,59 @@ func TestResponseSizesObserved(t *testing.T) {
 		}
 	}
 }
+
+// TestSLILatency: apiserver_request_sli_duration_seconds times what
+// apiserver_request_duration_seconds times, less the excluded latency
+// (webhook calls, queue wait), but dry runs; a 429 of the in-flight limit
+// or priority and fairness is not timed.
+func TestSLILatency(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	m, err := New(reg, testServed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.ObserveResponse(req("POST", "/api/v1/namespaces/ns/pods"), Response{Code: 201, Duration: 2 * time.Second, Excluded: 1900 * time.Millisecond})
+	m.ObserveResponse(req("POST", "/api/v1/namespaces/ns/pods?dryRun=All"), Response{Code: 201, Duration: time.Second})
+	m.ObserveResponse(req("GET", "/api/v1/namespaces/ns/pods?watch=true"), Response{Code: 200, Duration: time.Minute})
+	m.ObserveResponse(req("GET", "/livez"), Response{Code: 200, Duration: time.Millisecond})
+	m.ObserveResponse(req("GET", "/version"), Response{Code: 200, Duration: time.Millisecond})
+	m.ObserveThrottled(req("GET", "/api/v1/pods"))
+	got := strings.Join(series(t, reg, "apiserver_request_sli_duration_seconds"), "\n")
+	want := strings.Join([]string{
+		"apiserver_request_sli_duration_seconds{component=,group=,resource=,scope=,subresource=/livez,verb=GET,version=} 1",
+		"apiserver_request_sli_duration_seconds{component=apiserver,group=,resource=pods,scope=namespace,subresource=,verb=WATCH,version=v1} 1",
+		"apiserver_request_sli_duration_seconds{component=apiserver,group=,resource=pods,scope=resource,subresource=,verb=POST,version=v1} 1",
+	}, "\n")
+	if got != want {
+		t.Errorf("series:\n%s\nwant:\n%s", got, want)
+	}
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != "apiserver_request_sli_duration_seconds" {
+			continue
+		}
+		if want := "[ALPHA] Response latency distribution (not counting webhook duration and priority & fairness queue wait times) in seconds for each verb, group, version, resource, subresource, scope and component."; mf.GetHelp() != want {
+			t.Errorf("help %q", mf.GetHelp())
+		}
+		for _, s := range mf.GetMetric() {
+			if labelText(s) != "component=apiserver,group=,resource=pods,scope=resource,subresource=,verb=POST,version=v1" {
+				continue
+			}
+			h := s.GetHistogram()
+			var bounds []string
+			for _, b := range h.GetBucket() {
+				bounds = append(bounds, fmt.Sprint(b.GetUpperBound()))
+			}
+			if got := strings.Join(bounds, ","); got != "0.05,0.1,0.2,0.4,0.6,0.8,1,1.25,1.5,2,3,4,5,6,8,10,15,20,30,45,60" {
+				t.Errorf("buckets %s", got)
+			}
+			// 2 s less 1.9 s excluded: in the 0.1 bucket, not the 0.05 one.
+			if h.GetBucket()[0].GetCumulativeCount() != 0 || h.GetBucket()[1].GetCumulativeCount() != 1 {
+				t.Errorf("POST observed at %v s", h.GetSampleSum())
+			}
+		}
+	}
+}

@@ -297,6 +297,9 @@ type stateCtx struct {
 	// place (the authenticators'; see AuthenticationWarnings), without an
 	// allocation of its own.
 	warnings Warnings
+	// excluded is the request's latency left out of the SLI latency
+	// (ExcludedLatencyFrom).
+	excluded ExcludedLatency
 }
 
 func (c *stateCtx) Value(key any) any {
