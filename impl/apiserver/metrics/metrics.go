@@ -2,7 +2,7 @@
 // labelled as kube-apiserver's (apiserver_request_total,
 // apiserver_request_duration_seconds, apiserver_longrunning_requests,
 // apiserver_response_sizes, all STABLE, and
-// apiserver_request_sli_duration_seconds): verb, dry_run, group, version,
+// apiserver_request_sli_duration_seconds, apiserver_selfrequest_total): verb, dry_run, group, version,
 // resource, subresource, scope, component and code, with the values
 // kube-apiserver reports.
 package metrics
@@ -38,6 +38,9 @@ type Metrics struct {
 	// sli is the latency of the timed requests but dry runs, less the
 	// webhook calls and the queue wait (request.ExcludedLatency).
 	sli *prometheus.HistogramVec
+	// selfRequests counts the timed requests of the server's own loopback
+	// user.
+	selfRequests *prometheus.CounterVec
 	// terminations counts the requests the server turned away in
 	// self-defense (429s of the in-flight limit and priority and
 	// fairness).
@@ -66,6 +69,7 @@ type observerKey struct {
 	code      int
 	latency   bool // the request's latency is observed too
 	sized     bool // its response size too
+	self      bool // a request of the loopback user (APIServerUser)
 	throttled bool // ObserveThrottled's: a termination too
 }
 
@@ -74,6 +78,7 @@ type observers struct {
 	latency      prometheus.Observer // nil when not observed
 	sizes        prometheus.Observer // nil when not observed
 	sli          prometheus.Observer // nil when not observed
+	self         prometheus.Counter  // nil when not counted
 	terminations prometheus.Counter  // set for the throttled requests' key only
 }
 
@@ -148,7 +153,11 @@ func New(reg prometheus.Registerer, served []schema.GroupVersionResource) (*Metr
 		Help:    stability.Alpha.Help("Response latency distribution (not counting webhook duration and priority & fairness queue wait times) in seconds for each verb, group, version, resource, subresource, scope and component."),
 		Buckets: sliBuckets,
 	}, []string{"verb", "group", "version", "resource", "subresource", "scope", "component"})
-	for _, c := range []prometheus.Collector{m.requests, m.latency, m.longRunning, m.terminations, m.sizes, m.sli} {
+	m.selfRequests = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "apiserver_selfrequest_total",
+		Help: stability.Alpha.Help("Counter of apiserver self-requests broken out for each verb, API resource and subresource."),
+	}, []string{"verb", "resource", "subresource"})
+	for _, c := range []prometheus.Collector{m.requests, m.latency, m.longRunning, m.terminations, m.sizes, m.sli, m.selfRequests} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("registering apiserver metrics: %w", err)
 		}
@@ -305,6 +314,10 @@ func (m *Metrics) labelsOf(r *http.Request, info *request.Info, code int) (l lab
 	return l, code == http.StatusTooManyRequests, false
 }
 
+// APIServerUser is the user the server's loopback client authenticates
+// as, whose requests apiserver_selfrequest_total counts.
+const APIServerUser = "system:apiserver"
+
 // Response is what the metrics learn of one answered request.
 type Response struct {
 	Code     int
@@ -329,7 +342,8 @@ func (m *Metrics) ObserveResponse(r *http.Request, res Response) {
 	if !counted {
 		return
 	}
-	key := observerKey{labels: l, code: res.Code, latency: withLatency, sized: withLatency && sized(r, info)}
+	key := observerKey{labels: l, code: res.Code, latency: withLatency, sized: withLatency && sized(r, info),
+		self: withLatency && selfRequest(r)}
 	o, ok := m.observed.Load(key)
 	if !ok {
 		obs := &observers{requests: m.requests.WithLabelValues(l.verb, l.dryRun, l.group, l.version, l.resource,
@@ -345,6 +359,9 @@ func (m *Metrics) ObserveResponse(r *http.Request, res Response) {
 		if withLatency && l.dryRun == "" {
 			obs.sli = m.sli.WithLabelValues(l.verb, l.group, l.version, l.resource, l.subresource, l.scope, l.component)
 		}
+		if key.self {
+			obs.self = m.selfRequests.WithLabelValues(l.verb, l.resource, l.subresource)
+		}
 		o, _ = m.observed.LoadOrStore(key, obs)
 	}
 	obs := o.(*observers)
@@ -358,6 +375,17 @@ func (m *Metrics) ObserveResponse(r *http.Request, res Response) {
 	if obs.sli != nil {
 		obs.sli.Observe((res.Duration - res.Excluded).Seconds())
 	}
+	if obs.self != nil {
+		obs.self.Inc()
+	}
+}
+
+// selfRequest reports whether r was made by the server's loopback user
+// (the user it acts as, after impersonation), as kube-apiserver counts its
+// self-requests among the requests it times.
+func selfRequest(r *http.Request) bool {
+	u := request.UserFrom(r.Context())
+	return u != nil && u.Name == APIServerUser
 }
 
 // sized reports whether kube-apiserver observes the response size of r, a

@@ -484,3 +484,36 @@ func TestSLILatency(t *testing.T) {
 		}
 	}
 }
+
+// TestSelfRequests: apiserver_selfrequest_total counts the timed requests
+// of the loopback user system:apiserver by reported verb, resource and
+// subresource; other users' requests and 429s are not counted.
+func TestSelfRequests(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	m, err := New(reg, testServed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	as := func(name string, r *http.Request) *http.Request {
+		return r.WithContext(request.SetUser(r.Context(), &request.User{Name: name}))
+	}
+	ok := Response{Code: 200, Duration: time.Millisecond}
+	m.ObserveResponse(as(APIServerUser, req("POST", "/api/v1/namespaces/ns/configmaps")), Response{Code: 201, Duration: time.Millisecond})
+	m.ObserveResponse(as(APIServerUser, req("PUT", "/api/v1/namespaces/ns/configmaps/c")), Response{Code: 409, Duration: time.Millisecond})
+	m.ObserveResponse(as(APIServerUser, req("GET", "/api/v1/namespaces/ns/configmaps?watch=1")), ok)
+	m.ObserveResponse(as(APIServerUser, req("GET", "/api/v1/namespaces/ns/pods/p/status")), ok)
+	m.ObserveResponse(as(APIServerUser, req("GET", "/api/v1/namespaces/ns/pods/p/status")), ok)
+	m.ObserveResponse(as("admin", req("POST", "/api/v1/namespaces/ns/pods")), ok)
+	m.ObserveResponse(req("GET", "/api/v1/pods"), ok)
+	m.ObserveThrottled(as(APIServerUser, req("GET", "/api/v1/pods")))
+	got := strings.Join(series(t, reg, "apiserver_selfrequest_total"), "\n")
+	want := strings.Join([]string{
+		"apiserver_selfrequest_total{resource=configmaps,subresource=,verb=POST} 1",
+		"apiserver_selfrequest_total{resource=configmaps,subresource=,verb=PUT} 1",
+		"apiserver_selfrequest_total{resource=configmaps,subresource=,verb=WATCH} 1",
+		"apiserver_selfrequest_total{resource=pods,subresource=status,verb=GET} 2",
+	}, "\n")
+	if got != want {
+		t.Errorf("series:\n%s\nwant:\n%s", got, want)
+	}
+}
