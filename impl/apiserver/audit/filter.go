@@ -24,6 +24,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/kubeproof/kubeproof/impl/apiserver/request"
+	"github.com/kubeproof/kubeproof/impl/internal/reqlatency"
 )
 
 // HeaderAuditID is the request header a client may set to choose the
@@ -94,7 +95,13 @@ func WithAudit(next http.Handler, cfg Config) http.Handler {
 				panic(p)
 			}
 		}()
-		next.ServeHTTP(rw, r.WithContext(context.WithValue(r.Context(), eventKey{}, rec)))
+		ctx := context.WithValue(r.Context(), eventKey{}, rec)
+		// As kube-apiserver's latency trackers: every request but a
+		// watch accumulates its layers' latencies.
+		if info.Verb != "watch" {
+			ctx, rec.latency = reqlatency.With(ctx)
+		}
+		next.ServeHTTP(rw, r.WithContext(ctx))
 		rec.finish(rw)
 	})
 }
@@ -191,6 +198,8 @@ type recorder struct {
 	// the other verbs record requestBody.
 	requestObject json.RawMessage
 	finished      bool
+	// latency accumulates the request's layer latencies; nil for a watch.
+	latency *reqlatency.Trackers
 }
 
 type eventKey struct{}
@@ -423,15 +432,48 @@ func (rec *recorder) finish(rw *responseWriter) {
 		if rw.longRunning {
 			rec.emit(StageResponseStarted, func(ev *Event) { ev.ResponseStatus = connectionClosedEarly() })
 		}
-		rec.emit(StageResponseComplete, func(ev *Event) { ev.ResponseStatus = connectionClosedEarly() })
+		rec.emit(StageResponseComplete, func(ev *Event) {
+			ev.ResponseStatus = connectionClosedEarly()
+			rec.addLatencyAnnotations(ev)
+		})
 		return
 	}
 	rec.emit(StageResponseComplete, func(ev *Event) {
 		ev.ResponseStatus = responseStatus(code, contentType, body)
+		rec.addLatencyAnnotations(ev)
 		if !ev.Level.Less(LevelRequestResponse) && !rw.longRunning && body != nil {
 			ev.ResponseObject = toJSON(contentType, body, rec.decision.OmitManagedFields)
 		}
 	})
+}
+
+// latencyThreshold: a request that took longer, from its receipt to its
+// ResponseComplete event, has its layers' latencies annotated, as
+// kube-apiserver's audit filter does.
+const latencyThreshold = 500 * time.Millisecond
+
+// addLatencyAnnotations adds to ev, a ResponseComplete event, the
+// apiserver.latency.k8s.io/* annotations of the layers that took time and
+// the total, when the request took more than latencyThreshold; nothing
+// when no layer took time. A key already set keeps its value.
+func (rec *recorder) addLatencyAnnotations(ev *Event) {
+	total := ev.StageTimestamp.Sub(ev.RequestReceivedTimestamp.Time)
+	if total <= latencyThreshold {
+		return
+	}
+	ann := rec.latency.Annotations()
+	if len(ann) == 0 {
+		return
+	}
+	ann[reqlatency.TotalKey] = total.String()
+	if ev.Annotations == nil {
+		ev.Annotations = make(map[string]string, len(ann))
+	}
+	for k, v := range ann {
+		if _, ok := ev.Annotations[k]; !ok {
+			ev.Annotations[k] = v
+		}
+	}
 }
 
 // finishPanic emits the Panic event once, with kube-apiserver's status.
@@ -562,7 +604,10 @@ func (rw *responseWriter) Write(p []byte) (int, error) {
 		}
 	}
 	rw.mu.Unlock()
-	return rw.ResponseWriter.Write(p)
+	start := time.Now()
+	n, err := rw.ResponseWriter.Write(p)
+	rw.rec.latency.AddResponseWrite(time.Since(start))
+	return n, err
 }
 
 // result returns the status code (200 when nothing was written), the

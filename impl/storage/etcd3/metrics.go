@@ -1,11 +1,13 @@
 package etcd3
 
 import (
+	"context"
 	"errors"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/kubeproof/kubeproof/impl/internal/reqlatency"
 	"github.com/kubeproof/kubeproof/impl/internal/stability"
 )
 
@@ -82,12 +84,17 @@ func Register[C prometheus.Collector](reg prometheus.Registerer, c C) (C, error)
 	return c, nil
 }
 
-// observe records one etcd request of operation op on resource l.
-func (m *Metrics) observe(op string, l metricLabels, start time.Time, err error) {
+// observe records one etcd request of operation op on resource l, made
+// for the API request of ctx: its duration is added to that request's
+// etcd latency (kube-apiserver's apiserver.latency.k8s.io/etcd audit
+// annotation sums every key-value call), with or without metrics.
+func (m *Metrics) observe(ctx context.Context, op string, l metricLabels, start time.Time, err error) {
+	took := time.Since(start)
+	reqlatency.From(ctx).AddEtcd(took)
 	if m == nil {
 		return
 	}
-	m.RequestDuration.WithLabelValues(op, l.group, l.resource).Observe(time.Since(start).Seconds())
+	m.RequestDuration.WithLabelValues(op, l.group, l.resource).Observe(took.Seconds())
 	m.RequestCount.WithLabelValues(op, l.group, l.resource).Inc()
 	if err != nil {
 		m.RequestErrors.WithLabelValues(op, l.group, l.resource).Inc()

@@ -20,7 +20,7 @@ var _ storage.StatsReporter = (*Store)(nil)
 func (s *Store) Stats(ctx context.Context) (storage.Stats, error) {
 	start := time.Now()
 	resp, err := s.client.KV.Get(ctx, s.pathPrefix+s.resource.ResourcePrefix+"/", clientv3.WithPrefix(), clientv3.WithCountOnly())
-	s.metrics.observe("listWithCount", s.mlabels, start, err)
+	s.metrics.observe(ctx, "listWithCount", s.mlabels, start, err)
 	if err != nil {
 		return storage.Stats{}, s.etcdError(s.resource.ResourcePrefix, "count", err)
 	}

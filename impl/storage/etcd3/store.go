@@ -219,7 +219,7 @@ func (s *Store) create(ctx context.Context, key, k string, data []byte, out runt
 	// mutation: create without its precondition (STORE-2)
 	precondition := !faults.Enabled(faults.CreateOverwritesExistingKey)
 	succeeded, rev, err := s.txnCreate(ctx, k, data, lease, precondition)
-	s.metrics.observe("create", s.mlabels, start, err)
+	s.metrics.observe(ctx, "create", s.mlabels, start, err)
 	if err != nil {
 		return s.etcdError(key, "create", err)
 	}
@@ -287,7 +287,7 @@ func (s *Store) getAtLeast(ctx context.Context, key, op string, minRV int64, get
 	for {
 		start := time.Now()
 		resp, err := get()
-		s.metrics.observe(op, s.mlabels, start, err)
+		s.metrics.observe(ctx, op, s.mlabels, start, err)
 		if err != nil {
 			return nil, s.etcdError(key, op, err)
 		}
@@ -383,7 +383,7 @@ func (s *Store) GetList(ctx context.Context, key string, opts storage.ListOption
 			ops = append(ops[:len(ops):len(ops)], clientv3.WithRev(withRev))
 			start := time.Now()
 			resp, err = s.client.KV.Get(ctx, fromKey, ops...)
-			s.metrics.observe("list", s.mlabels, start, err)
+			s.metrics.observe(ctx, "list", s.mlabels, start, err)
 			if err != nil {
 				err = s.listError(key, keyPrefix, plan, withRev, err)
 			}
@@ -660,7 +660,7 @@ func (s *Store) GuaranteedUpdateFrom(ctx context.Context, key string, dest runti
 			Then(opPut(k, data, lease)).
 			Else(clientv3.OpGet(k)).
 			Commit()
-		s.metrics.observe("update", s.mlabels, start, err)
+		s.metrics.observe(ctx, "update", s.mlabels, start, err)
 		if err != nil {
 			return s.etcdError(key, "update", err)
 		}
@@ -721,7 +721,7 @@ func (s *Store) stateFrom(key string, kvs []*mvccpb.KeyValue) (objState, error) 
 func (s *Store) readCurrent(ctx context.Context, k, key string) (objState, error) {
 	start := time.Now()
 	resp, err := s.client.KV.Get(ctx, k)
-	s.metrics.observe("get", s.mlabels, start, err)
+	s.metrics.observe(ctx, "get", s.mlabels, start, err)
 	if err != nil {
 		return objState{}, s.etcdError(key, "get", err)
 	}
@@ -757,7 +757,7 @@ func (s *Store) Delete(ctx context.Context, key string, out runtime.Object, prec
 			Then(clientv3.OpDelete(k)).
 			Else(clientv3.OpGet(k)).
 			Commit()
-		s.metrics.observe("delete", s.mlabels, start, err)
+		s.metrics.observe(ctx, "delete", s.mlabels, start, err)
 		if err != nil {
 			return s.etcdError(key, "delete", err)
 		}

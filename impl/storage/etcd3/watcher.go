@@ -72,7 +72,7 @@ func (s *Store) Watch(ctx context.Context, key string, opts storage.ListOptions)
 		// From now, without the current state.
 		start := time.Now()
 		resp, err := s.client.KV.Get(ctx, k, clientv3.WithCountOnly())
-		s.metrics.observe("get", s.mlabels, start, err)
+		s.metrics.observe(ctx, "get", s.mlabels, start, err)
 		if err != nil {
 			_ = w.etcd.Close()
 			return nil, s.etcdError(key, "watch", err)
@@ -246,7 +246,7 @@ func (w *watchStream) fillPrevious(ev *clientv3.Event) {
 	s := w.store
 	start := time.Now()
 	resp, err := s.client.KV.Get(w.ctx, string(ev.Kv.Key), clientv3.WithRev(ev.Kv.ModRevision-1))
-	s.metrics.observe("get", s.mlabels, start, err)
+	s.metrics.observe(w.ctx, "get", s.mlabels, start, err)
 	if err != nil {
 		if w.ctx.Err() == nil {
 			s.log.Debug("etcd watch event without previous value, which could not be read",
@@ -475,7 +475,7 @@ func (s *Store) RequestWatchProgress(ctx context.Context) error {
 func (s *Store) CurrentRevision(ctx context.Context) (int64, error) {
 	start := time.Now()
 	resp, err := s.client.KV.Get(ctx, s.pathPrefix+s.resource.ResourcePrefix, clientv3.WithCountOnly())
-	s.metrics.observe("getCurrentResourceVersion", s.mlabels, start, err)
+	s.metrics.observe(ctx, "getCurrentResourceVersion", s.mlabels, start, err)
 	if err != nil {
 		return 0, s.etcdError(s.resource.ResourcePrefix, "get", err)
 	}
