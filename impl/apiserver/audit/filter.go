@@ -100,6 +100,7 @@ func WithAudit(next http.Handler, cfg Config) http.Handler {
 		// watch accumulates its layers' latencies.
 		if info.Verb != "watch" {
 			ctx, rec.latency = reqlatency.With(ctx)
+			rec.excluded = request.ExcludedLatencyFrom(ctx)
 		}
 		next.ServeHTTP(rw, r.WithContext(ctx))
 		rec.finish(rw)
@@ -198,8 +199,10 @@ type recorder struct {
 	// the other verbs record requestBody.
 	requestObject json.RawMessage
 	finished      bool
-	// latency accumulates the request's layer latencies; nil for a watch.
-	latency *reqlatency.Trackers
+	// latency accumulates the request's layer latencies, and excluded
+	// holds its webhook calls and queue wait; nil for a watch.
+	latency  *reqlatency.Trackers
+	excluded *request.ExcludedLatency
 }
 
 type eventKey struct{}
@@ -447,6 +450,14 @@ func (rec *recorder) finish(rw *responseWriter) {
 	})
 }
 
+// The annotation keys of the webhook calls and the queue wait, as
+// kube-apiserver's.
+const (
+	mutatingWebhookKey   = "apiserver.latency.k8s.io/mutating-webhook"
+	validatingWebhookKey = "apiserver.latency.k8s.io/validating-webhook"
+	apfQueueWaitKey      = "apiserver.latency.k8s.io/apf-queue-wait"
+)
+
 // latencyThreshold: a request that took longer, from its receipt to its
 // ResponseComplete event, has its layers' latencies annotated, as
 // kube-apiserver's audit filter does.
@@ -462,6 +473,15 @@ func (rec *recorder) addLatencyAnnotations(ev *Event) {
 		return
 	}
 	ann := rec.latency.Annotations()
+	for k, d := range map[string]time.Duration{
+		mutatingWebhookKey:   rec.excluded.MutatingWebhooks(),
+		validatingWebhookKey: rec.excluded.ValidatingWebhooks(),
+		apfQueueWaitKey:      rec.excluded.QueueWait(),
+	} {
+		if d != 0 {
+			ann[k] = d.String()
+		}
+	}
 	if len(ann) == 0 {
 		return
 	}

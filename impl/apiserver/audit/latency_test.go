@@ -89,3 +89,32 @@ func TestLatencyAnnotations(t *testing.T) {
 		t.Errorf("watch: annotations %v, want none", ann)
 	}
 }
+
+// TestLatencyAnnotationsWebhooksAndQueue: the admission webhook calls
+// (apiserver.latency.k8s.io/mutating-webhook summed,
+// /validating-webhook the longest) and the priority and fairness queue
+// wait (/apf-queue-wait) of a slow request are annotated too, as
+// kube-apiserver's; alone they are enough for the total.
+func TestLatencyAnnotationsWebhooksAndQueue(t *testing.T) {
+	req := httptest.NewRequest(http.MethodPost, "/api/v1/namespaces/ns/configmaps", nil)
+	events := serveTimed(req, 2*time.Second, 0, func(w http.ResponseWriter, r *http.Request) {
+		ex := request.ExcludedLatencyFrom(r.Context())
+		ex.AddQueueWait(1500 * time.Microsecond)
+		ex.AddMutatingWebhook(100 * time.Millisecond)
+		ex.AddMutatingWebhook(150 * time.Millisecond)
+		ex.AddValidatingWebhook(300 * time.Millisecond)
+		ex.AddValidatingWebhook(200 * time.Millisecond)
+	})
+	want := map[string]string{
+		"apiserver.latency.k8s.io/apf-queue-wait":     "1.5ms",
+		"apiserver.latency.k8s.io/mutating-webhook":   "250ms",
+		"apiserver.latency.k8s.io/validating-webhook": "300ms",
+		reqlatency.TotalKey:                           "2s",
+	}
+	got := events[len(events)-1].Annotations
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("%s = %q, want %q (annotations %v)", k, got[k], v, got)
+		}
+	}
+}
