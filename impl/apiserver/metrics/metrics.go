@@ -1,10 +1,17 @@
 // Package metrics defines the API server's request metrics, named and
 // labelled as kube-apiserver's (apiserver_request_total,
-// apiserver_request_duration_seconds, apiserver_longrunning_requests,
-// apiserver_response_sizes, all STABLE, and
-// apiserver_request_sli_duration_seconds, apiserver_selfrequest_total): verb, dry_run, group, version,
-// resource, subresource, scope, component and code, with the values
-// kube-apiserver reports.
+// apiserver_request_duration_seconds, apiserver_longrunning_requests and
+// apiserver_response_sizes, STABLE; apiserver_request_terminations_total,
+// apiserver_request_sli_duration_seconds and apiserver_selfrequest_total,
+// ALPHA): verb, dry_run, group, version, resource, subresource, scope,
+// component and code, with the values kube-apiserver reports.
+//
+// apiserver_request_aborts_total is not defined: kube-apiserver counts
+// there the requests whose handler panicked with http.ErrAbortHandler (its
+// timeout filter aborting a response already begun, its proxy failing
+// mid-copy), and nothing in this server aborts a request that way but the
+// panic recovery's own abort of a response begun before a panic, which
+// kube-apiserver does not count.
 package metrics
 
 import (
