@@ -5,6 +5,8 @@ import (
 	"net/http"
 
 	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/kubeproof/kubeproof/impl/internal/reqlatency"
 )
 
 // Target is what a response is rendered as: the serializer for a media type
@@ -18,6 +20,9 @@ type Target struct {
 	Info        runtime.SerializerInfo
 	// As, Group, Version come from the accepted type's as=, g=, v= params.
 	As, Group, Version string
+	// Latency is the request's latency trackers (nil when untracked): a
+	// response's serialization is added to them.
+	Latency *reqlatency.Trackers
 }
 
 // Conversion is an "as=" conversion a handler can produce.
@@ -106,7 +111,8 @@ func (c *Codecs) Negotiate(r *http.Request, allowed []Conversion, stream bool) (
 			if as != "" {
 				ct = fmt.Sprintf("%s;as=%s;g=%s;v=%s", mt, as, g, v)
 			}
-			return Target{MediaType: mt, ContentType: ct, Info: info, As: as, Group: g, Version: v}, nil
+			return Target{MediaType: mt, ContentType: ct, Info: info, As: as, Group: g, Version: v,
+				Latency: reqlatency.From(r.Context())}, nil
 		}
 	}
 	return Target{}, &NotAcceptableError{Accepted: c.supportedTypes()}

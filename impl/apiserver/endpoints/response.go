@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 	"unicode/utf8"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -29,6 +30,10 @@ const maxPooledBuffer = 256 << 10
 // writeRaw encodes obj with target's serializer and writes it with code.
 // The object's kind must already be set.
 func writeRaw(w http.ResponseWriter, target codec.Target, code int, obj runtime.Object) {
+	// The serialization and its write are the request's
+	// serialize-response-object latency, as kube-apiserver measures it.
+	start := time.Now()
+	defer func() { target.Latency.AddSerialize(time.Since(start)) }()
 	if meta.IsListType(obj) {
 		// Lists go straight to the client: no second copy of a large
 		// encoding is kept.

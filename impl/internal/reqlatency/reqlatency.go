@@ -1,8 +1,9 @@
 // Package reqlatency accumulates, for one API request, the time spent in
 // the layers kube-apiserver reports in the apiserver.latency.k8s.io/*
 // annotations of a slow request's audit event: the round trips to etcd
-// (summed, every key-value call the request made) and the writes of the
-// response to the client (summed). It sits below both the storage layer
+// (summed, every key-value call the request made), the serialization of
+// the response (summed, its writes included, as kube-apiserver measures
+// it) and the writes of the response to the client (summed). It sits below both the storage layer
 // and the API server, which import it. Every method is safe for
 // concurrent use and does nothing on a nil *Trackers, so code serving no
 // tracked request need not check.
@@ -18,12 +19,13 @@ import (
 const (
 	EtcdKey          = "apiserver.latency.k8s.io/etcd"
 	ResponseWriteKey = "apiserver.latency.k8s.io/response-write"
+	SerializeKey     = "apiserver.latency.k8s.io/serialize-response-object"
 	TotalKey         = "apiserver.latency.k8s.io/total"
 )
 
 // Trackers holds one request's accumulated latencies, in nanoseconds.
 type Trackers struct {
-	etcd, responseWrite atomic.Int64
+	etcd, serialize, responseWrite atomic.Int64
 }
 
 type key struct{}
@@ -47,6 +49,13 @@ func (t *Trackers) AddEtcd(d time.Duration) {
 	}
 }
 
+// AddSerialize adds one serialization (and write) of a response of d.
+func (t *Trackers) AddSerialize(d time.Duration) {
+	if t != nil {
+		t.serialize.Add(int64(d))
+	}
+}
+
 // AddResponseWrite adds one write of d to the client.
 func (t *Trackers) AddResponseWrite(d time.Duration) {
 	if t != nil {
@@ -65,6 +74,9 @@ func (t *Trackers) Annotations() map[string]string {
 	}
 	if d := time.Duration(t.etcd.Load()); d != 0 {
 		out[EtcdKey] = d.String()
+	}
+	if d := time.Duration(t.serialize.Load()); d != 0 {
+		out[SerializeKey] = d.String()
 	}
 	if d := time.Duration(t.responseWrite.Load()); d != 0 {
 		out[ResponseWriteKey] = d.String()

@@ -24,7 +24,9 @@ func TestAnnotations(t *testing.T) {
 		t.Errorf("etcd only: %v, want %v", got, want)
 	}
 	tr.AddResponseWrite(12400 * time.Microsecond)
-	if got, want := tr.Annotations(), map[string]string{EtcdKey: "1.503s", ResponseWriteKey: "12.4ms"}; !maps.Equal(got, want) {
+	tr.AddSerialize(2 * time.Millisecond)
+	tr.AddSerialize(time.Millisecond)
+	if got, want := tr.Annotations(), map[string]string{EtcdKey: "1.503s", ResponseWriteKey: "12.4ms", SerializeKey: "3ms"}; !maps.Equal(got, want) {
 		t.Errorf("etcd and write: %v, want %v", got, want)
 	}
 	var none *Trackers
