@@ -51,4 +51,24 @@ func TestAuditLatencyAnnotations(t *testing.T) {
 	if d, _ := time.ParseDuration(ev.Annotations[reqlatency.TotalKey]); d < 600*time.Millisecond {
 		t.Errorf("slow create: total %v, want at least the 600ms the backend took", d)
 	}
+	// A read's answer is transformed (its kind stamped, or a Table made).
+	if r := e.do(http.MethodGet, "/api/v1/namespaces/default/configmaps/slow", nil, "Audit-ID", "slow"); r.code != 200 {
+		t.Fatalf("get: %d %s", r.code, r.body)
+	}
+	var get *audit.Event
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, ev := range b.evs["slow"] {
+		if ev.Verb == "get" && ev.Stage == audit.StageResponseComplete {
+			get = ev
+		}
+	}
+	if get == nil {
+		t.Fatal("no get ResponseComplete event")
+	}
+	for _, k := range []string{reqlatency.TransformKey, reqlatency.SerializeKey, reqlatency.TotalKey} {
+		if d, err := time.ParseDuration(get.Annotations[k]); err != nil || d <= 0 {
+			t.Errorf("slow get: %s = %q, want a duration", k, get.Annotations[k])
+		}
+	}
 }

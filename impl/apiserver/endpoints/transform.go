@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -48,7 +49,13 @@ func tableOptions(r *http.Request) (*metav1.TableOptions, error) {
 
 // render turns a stored object or list into what target asks for: the
 // object itself (kind stamped), a Table, or PartialObjectMetadata[List].
+// Its time is the request's transform-response-object latency, as
+// kube-apiserver's.
 func (h *Handler) render(ctx context.Context, target codec.Target, obj runtime.Object, topts *metav1.TableOptions) (runtime.Object, error) {
+	if target.Latency != nil {
+		start := time.Now()
+		defer func() { target.Latency.AddTransform(time.Since(start)) }()
+	}
 	switch target.As {
 	case "":
 		if err := h.opts.Codecs.SetKind(obj, h.res.GroupVersion); err != nil {

@@ -1,7 +1,9 @@
 // Package reqlatency accumulates, for one API request, the time spent in
 // the layers kube-apiserver reports in the apiserver.latency.k8s.io/*
 // annotations of a slow request's audit event: the round trips to etcd
-// (summed, every key-value call the request made), the serialization of
+// (summed, every key-value call the request made), the transformation of
+// a read's answer into what the client asked for (summed), the
+// serialization of
 // the response (summed, its writes included, as kube-apiserver measures
 // it) and the writes of the response to the client (summed). It sits below both the storage layer
 // and the API server, which import it. Every method is safe for
@@ -20,12 +22,13 @@ const (
 	EtcdKey          = "apiserver.latency.k8s.io/etcd"
 	ResponseWriteKey = "apiserver.latency.k8s.io/response-write"
 	SerializeKey     = "apiserver.latency.k8s.io/serialize-response-object"
+	TransformKey     = "apiserver.latency.k8s.io/transform-response-object"
 	TotalKey         = "apiserver.latency.k8s.io/total"
 )
 
 // Trackers holds one request's accumulated latencies, in nanoseconds.
 type Trackers struct {
-	etcd, serialize, responseWrite atomic.Int64
+	etcd, transform, serialize, responseWrite atomic.Int64
 }
 
 type key struct{}
@@ -46,6 +49,13 @@ func From(ctx context.Context) *Trackers {
 func (t *Trackers) AddEtcd(d time.Duration) {
 	if t != nil {
 		t.etcd.Add(int64(d))
+	}
+}
+
+// AddTransform adds one transformation of a response object of d.
+func (t *Trackers) AddTransform(d time.Duration) {
+	if t != nil {
+		t.transform.Add(int64(d))
 	}
 }
 
@@ -74,6 +84,9 @@ func (t *Trackers) Annotations() map[string]string {
 	}
 	if d := time.Duration(t.etcd.Load()); d != 0 {
 		out[EtcdKey] = d.String()
+	}
+	if d := time.Duration(t.transform.Load()); d != 0 {
+		out[TransformKey] = d.String()
 	}
 	if d := time.Duration(t.serialize.Load()); d != 0 {
 		out[SerializeKey] = d.String()

@@ -26,7 +26,9 @@ func TestAnnotations(t *testing.T) {
 	tr.AddResponseWrite(12400 * time.Microsecond)
 	tr.AddSerialize(2 * time.Millisecond)
 	tr.AddSerialize(time.Millisecond)
-	if got, want := tr.Annotations(), map[string]string{EtcdKey: "1.503s", ResponseWriteKey: "12.4ms", SerializeKey: "3ms"}; !maps.Equal(got, want) {
+	tr.AddTransform(40 * time.Microsecond)
+	if got, want := tr.Annotations(), map[string]string{EtcdKey: "1.503s", ResponseWriteKey: "12.4ms", SerializeKey: "3ms",
+		TransformKey: "40µs"}; !maps.Equal(got, want) {
 		t.Errorf("etcd and write: %v, want %v", got, want)
 	}
 	var none *Trackers
