@@ -6,8 +6,10 @@
 //
 // The decision — which rules an aggregated role gets — is
 // rbac.AggregateClusterRoles, the function the API server's authorizer
-// and the storage-level rbac.Aggregator use; this package only adds the
-// informer, the queue and the write, as upstream's controller does: any
+// uses. It expands nested aggregation at once, where upstream's controller
+// unions the stored rules of the selected roles and so reaches a nested
+// aggregate (admin over edit over view) over several syncs. This package
+// only adds the informer, the queue and the write, as upstream's: any
 // ClusterRole change queues every aggregated ClusterRole, and a role whose
 // stored rules differ from its aggregate gets them by a server-side apply
 // of .rules as field manager "clusterrole-aggregation-controller" (forced),

@@ -8,7 +8,8 @@ import (
 )
 
 // TestAggregateClusterRolesAsUpstream holds AggregateClusterRoles (what
-// the Aggregator writes and the authorizer decides on) to the rules of
+// the clusterrole-aggregation controller writes and the authorizer decides
+// on) to the rules of
 // kube-controller-manager's clusterrole-aggregation controller: per
 // selector in order, the matching roles sorted by name, the aggregated
 // role itself skipped, each rule appended unless a semantically equal one

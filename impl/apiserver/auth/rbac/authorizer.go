@@ -19,8 +19,10 @@
 //	d, reason, err := a.Authorize(ctx, auth.Attributes{...})
 //	res, nonRes, incomplete, err := a.RulesFor(ctx, user, namespace) // auth.RuleResolver
 //
-// NewAggregator(stores) is the clusterrole-aggregation loop that writes
-// aggregated rules into admin/edit/view (run it like the authorizer).
+// The controller manager's clusterrole-aggregation controller
+// (impl/controller/clusterroleaggregation) writes aggregated rules into
+// admin/edit/view; the authorizer does not wait for it (it expands
+// aggregation itself, AggregateClusterRoles).
 //
 // RuleAllows and RulesAllow are the pure rule matchers (the Node
 // authorizer uses them for its static rules); NewPolicy builds a decision
