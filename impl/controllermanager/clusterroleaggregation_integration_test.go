@@ -17,8 +17,9 @@ import (
 // with its clusterrole-aggregation-controller service account under RBAC:
 // a ClusterRole with an aggregationRule gets the rules of the labelled
 // ClusterRole it selects, a second labelled role's rules are appended
-// after them, and the bootstrap "view" role (aggregated from
-// system:aggregate-to-view) gets its rules written.
+// after them, the bootstrap "view" role (aggregated from
+// system:aggregate-to-view) gets its rules written, and rules leave the
+// aggregate with the label or the role that brought them.
 func TestClusterRoleAggregationUnderRBAC(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts an API server")
@@ -108,4 +109,22 @@ func TestClusterRoleAggregationUnderRBAC(t *testing.T) {
 	if !found {
 		t.Errorf("monitor's managers %v, want clusterrole-aggregation-controller/Apply among them", managers)
 	}
+
+	// As upstream's sync recomputes the union from the roles selected now,
+	// a role that loses its label, then one deleted, takes its rules out;
+	// with none selected the forced apply carries no rules and so drops
+	// those the controller's field manager owned.
+	zNodes, err := roles.Get(ctx, "monitor-z-nodes", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	zNodes.Labels = nil
+	if _, err := roles.Update(ctx, zNodes, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "an unlabelled role's rule leaves monitor", rulesOf("monitor", []rbacv1.PolicyRule{podsRule}))
+	if err := roles.Delete(ctx, "monitor-pods", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "a deleted role's rule leaves monitor", rulesOf("monitor", nil))
 }
