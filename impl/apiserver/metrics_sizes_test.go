@@ -11,8 +11,8 @@ import (
 )
 
 // TestResponseSizes: apiserver_response_sizes observes, as kube-apiserver,
-// the body bytes of the reads its handlers answer (a get, a list, pods/log
-// as CONNECT, a health report), whatever their code, labelled with the
+// the body bytes of the reads its handlers answer (a get, a list, a health
+// report), whatever their code, labelled with the
 // reported verb, group, version, resource, subresource, scope and
 // component; writes are not observed. Scraped from /metrics.
 func TestResponseSizes(t *testing.T) {

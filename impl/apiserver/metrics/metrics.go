@@ -396,13 +396,14 @@ func selfRequest(r *http.Request) bool {
 }
 
 // sized reports whether kube-apiserver observes the response size of r, a
-// request it times: it does for the routes it installs as reads (a get,
-// also of a getter subresource such as status, scale or log, and a list,
-// a watch by parameter included), and for the non-resource paths it
-// instruments (installed as gets whatever the method), not for writes,
-// the legacy /watch/ paths or the connect subresources (exec, attach,
-// portforward, proxy). The label is the reported verb: CONNECT for
-// pods/log, WATCH for a watch by parameter.
+// request it times: it does for the routes it instruments as reads (a get,
+// also of a getter subresource such as status or scale, and a list, a
+// watch by parameter included, labelled WATCH), and for the non-resource
+// paths it instruments (as gets whatever the method), not for writes, the
+// legacy /watch/ paths or the subresources reported as CONNECT (exec,
+// attach, portforward, proxy, and pods/log: its get route is instrumented
+// with the overridden verb CONNECT, which the size check does not take
+// for a read).
 func sized(r *http.Request, info *request.Info) bool {
 	if info == nil || !info.IsResourceRequest {
 		return true
@@ -413,7 +414,7 @@ func sized(r *http.Request, info *request.Info) bool {
 	if watchPath(info) {
 		return false
 	}
-	return !connectSubresources[info.Subresource] || info.Subresource == "log"
+	return !connectSubresources[info.Subresource]
 }
 
 // ObserveThrottled records a request r (its request info in its context)
