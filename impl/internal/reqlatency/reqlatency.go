@@ -1,7 +1,8 @@
 // Package reqlatency accumulates, for one API request, the time spent in
 // the layers kube-apiserver reports in the apiserver.latency.k8s.io/*
 // annotations of a slow request's audit event: the round trips to etcd
-// (summed, every key-value call the request made), the transformation of
+// (summed, every key-value call the request made), the decoding of the
+// items a list read from etcd (summed), the transformation of
 // a read's answer into what the client asked for (summed), the
 // serialization of
 // the response (summed, its writes included, as kube-apiserver measures
@@ -23,12 +24,13 @@ const (
 	ResponseWriteKey = "apiserver.latency.k8s.io/response-write"
 	SerializeKey     = "apiserver.latency.k8s.io/serialize-response-object"
 	TransformKey     = "apiserver.latency.k8s.io/transform-response-object"
+	DecodeKey        = "apiserver.latency.k8s.io/decode-response-object"
 	TotalKey         = "apiserver.latency.k8s.io/total"
 )
 
 // Trackers holds one request's accumulated latencies, in nanoseconds.
 type Trackers struct {
-	etcd, transform, serialize, responseWrite atomic.Int64
+	etcd, decode, transform, serialize, responseWrite atomic.Int64
 }
 
 type key struct{}
@@ -49,6 +51,13 @@ func From(ctx context.Context) *Trackers {
 func (t *Trackers) AddEtcd(d time.Duration) {
 	if t != nil {
 		t.etcd.Add(int64(d))
+	}
+}
+
+// AddDecode adds the decoding of one listed item of d.
+func (t *Trackers) AddDecode(d time.Duration) {
+	if t != nil {
+		t.decode.Add(int64(d))
 	}
 }
 
@@ -84,6 +93,9 @@ func (t *Trackers) Annotations() map[string]string {
 	}
 	if d := time.Duration(t.etcd.Load()); d != 0 {
 		out[EtcdKey] = d.String()
+	}
+	if d := time.Duration(t.decode.Load()); d != 0 {
+		out[DecodeKey] = d.String()
 	}
 	if d := time.Duration(t.transform.Load()); d != 0 {
 		out[TransformKey] = d.String()

@@ -27,8 +27,10 @@ func TestAnnotations(t *testing.T) {
 	tr.AddSerialize(2 * time.Millisecond)
 	tr.AddSerialize(time.Millisecond)
 	tr.AddTransform(40 * time.Microsecond)
+	tr.AddDecode(time.Microsecond)
+	tr.AddDecode(time.Microsecond)
 	if got, want := tr.Annotations(), map[string]string{EtcdKey: "1.503s", ResponseWriteKey: "12.4ms", SerializeKey: "3ms",
-		TransformKey: "40µs"}; !maps.Equal(got, want) {
+		TransformKey: "40µs", DecodeKey: "2µs"}; !maps.Equal(got, want) {
 		t.Errorf("etcd and write: %v, want %v", got, want)
 	}
 	var none *Trackers

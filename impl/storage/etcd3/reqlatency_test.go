@@ -52,4 +52,16 @@ func TestEtcdLatencyTracked(t *testing.T) {
 	if err := s.Get(context.Background(), key, storage.GetOptions{}, &corev1.ConfigMap{}); err != nil {
 		t.Errorf("untracked get: %v", err)
 	}
+	// A list read from etcd adds the decoding of its items, as
+	// kube-apiserver's decode-response-object; a get does not.
+	if _, ok := tr.Annotations()[reqlatency.DecodeKey]; ok {
+		t.Errorf("decode latency %q after a get, want none", tr.Annotations()[reqlatency.DecodeKey])
+	}
+	list := &corev1.ConfigMapList{}
+	if err := s.GetList(ctx, res.ResourcePrefix, storage.ListOptions{Recursive: true, Predicate: storage.Everything()}, list); err != nil {
+		t.Fatal(err)
+	}
+	if d, err := time.ParseDuration(tr.Annotations()[reqlatency.DecodeKey]); err != nil || d <= 0 || len(list.Items) == 0 {
+		t.Errorf("list of %d items: decode latency %q, want a duration", len(list.Items), tr.Annotations()[reqlatency.DecodeKey])
+	}
 }

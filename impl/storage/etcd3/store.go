@@ -31,6 +31,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/kubeproof/kubeproof/impl/faults"
+	"github.com/kubeproof/kubeproof/impl/internal/reqlatency"
 	"github.com/kubeproof/kubeproof/impl/storage"
 )
 
@@ -362,6 +363,7 @@ func (s *Store) GetList(ctx context.Context, key string, opts storage.ListOption
 	withRev := plan.withRev
 	fetch := limit
 	sizes := storage.ValueSizesFrom(ctx)
+	tracked := reqlatency.From(ctx)
 	var (
 		lastKey   []byte
 		count     int64
@@ -408,7 +410,16 @@ func (s *Store) GetList(ctx context.Context, key string, opts storage.ListOption
 			if sizes != nil {
 				sizes(len(kv.Value), 0)
 			}
+			// As kube-apiserver: each listed item's decoding is the
+			// request's decode-response-object latency.
+			var decodeStart time.Time
+			if tracked != nil {
+				decodeStart = time.Now()
+			}
 			obj, err := s.decodeNew(key, kv.Value, kv.ModRevision)
+			if tracked != nil {
+				tracked.AddDecode(time.Since(decodeStart))
+			}
 			if err != nil {
 				return err
 			}
