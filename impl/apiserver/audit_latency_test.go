@@ -24,8 +24,8 @@ func (b *slowReceipt) ProcessEvent(ev *audit.Event) bool {
 
 // TestAuditLatencyAnnotations: a create served in more than 500 ms has,
 // in its ResponseComplete event, the apiserver.latency.k8s.io/etcd (its
-// etcd round trips), /serialize-response-object, /response-write and
-// /total annotations, as
+// etcd round trips), /transform-response-object,
+// /serialize-response-object, /response-write and /total annotations, as
 // kube-apiserver's (the threshold itself is TestLatencyAnnotations').
 func TestAuditLatencyAnnotations(t *testing.T) {
 	b := &slowReceipt{auditEvents{evs: map[string][]*audit.Event{}}}
@@ -43,7 +43,7 @@ func TestAuditLatencyAnnotations(t *testing.T) {
 	if ev == nil {
 		t.Fatal("no ResponseComplete event")
 	}
-	for _, k := range []string{reqlatency.EtcdKey, reqlatency.SerializeKey, reqlatency.ResponseWriteKey, reqlatency.TotalKey} {
+	for _, k := range []string{reqlatency.EtcdKey, reqlatency.TransformKey, reqlatency.SerializeKey, reqlatency.ResponseWriteKey, reqlatency.TotalKey} {
 		if d, err := time.ParseDuration(ev.Annotations[k]); err != nil || d <= 0 {
 			t.Errorf("slow create: %s = %q, want a duration", k, ev.Annotations[k])
 		}

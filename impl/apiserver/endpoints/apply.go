@@ -243,7 +243,9 @@ func (h *Handler) apply(w http.ResponseWriter, r *http.Request, info *request.In
 	if err != nil {
 		return err
 	}
+	done := transformTimer(target)
 	resp, err := h.subresourceView(m, out)
+	done()
 	if err != nil {
 		return err
 	}

@@ -62,7 +62,10 @@ func (h *Handler) create(w http.ResponseWriter, r *http.Request, info *request.I
 	if err != nil {
 		return err
 	}
-	if err := h.opts.Codecs.SetKind(out, h.res.GroupVersion); err != nil {
+	done := transformTimer(target)
+	err = h.opts.Codecs.SetKind(out, h.res.GroupVersion)
+	done()
+	if err != nil {
 		return err
 	}
 	writeRaw(w, target, http.StatusCreated, out)

@@ -99,7 +99,9 @@ func (h *Handler) delete(w http.ResponseWriter, r *http.Request, info *request.I
 	if !deleted && opts.OrphanDependents != nil && !*opts.OrphanDependents { //nolint:staticcheck
 		code = http.StatusAccepted
 	}
+	done := transformTimer(target)
 	resp, err := h.deleteResponse(out, deleted, code)
+	done()
 	if err != nil {
 		return err
 	}
@@ -541,7 +543,10 @@ func (h *Handler) deleteCollection(w http.ResponseWriter, r *http.Request, info 
 	if err := setList(result, deleted); err != nil {
 		return err
 	}
-	if err := h.opts.Codecs.SetKind(result, h.res.GroupVersion); err != nil {
+	done := transformTimer(target)
+	err = h.opts.Codecs.SetKind(result, h.res.GroupVersion)
+	done()
+	if err != nil {
 		return err
 	}
 	writeRaw(w, target, http.StatusOK, result)

@@ -161,7 +161,9 @@ func (h *Handler) patch(w http.ResponseWriter, r *http.Request, info *request.In
 	if err != nil {
 		return err
 	}
+	done := transformTimer(target)
 	resp, err := h.subresourceView(m, out)
+	done()
 	if err != nil {
 		return err
 	}

@@ -47,15 +47,24 @@ func tableOptions(r *http.Request) (*metav1.TableOptions, error) {
 	return &metav1.TableOptions{IncludeObject: v}, nil
 }
 
+// transformTimer times the making of a response object from what the
+// storage returned (its kind stamped, a subresource's view, a Status, a
+// Table...): the returned func, called once it is made, adds the time to
+// the request's transform-response-object latency, as kube-apiserver
+// tracks its transformResponseObject for every answer.
+func transformTimer(target codec.Target) func() {
+	if target.Latency == nil {
+		return func() {}
+	}
+	start := time.Now()
+	return func() { target.Latency.AddTransform(time.Since(start)) }
+}
+
 // render turns a stored object or list into what target asks for: the
 // object itself (kind stamped), a Table, or PartialObjectMetadata[List].
-// Its time is the request's transform-response-object latency, as
-// kube-apiserver's.
+// Its time is the request's transform-response-object latency.
 func (h *Handler) render(ctx context.Context, target codec.Target, obj runtime.Object, topts *metav1.TableOptions) (runtime.Object, error) {
-	if target.Latency != nil {
-		start := time.Now()
-		defer func() { target.Latency.AddTransform(time.Since(start)) }()
-	}
+	defer transformTimer(target)()
 	switch target.As {
 	case "":
 		if err := h.opts.Codecs.SetKind(obj, h.res.GroupVersion); err != nil {

@@ -72,7 +72,9 @@ func (h *Handler) getSubresource(w http.ResponseWriter, r *http.Request, info *r
 	if err := h.store.Get(r.Context(), key, storage.GetOptions{ResourceVersion: r.URL.Query().Get("resourceVersion")}, out); err != nil {
 		return err
 	}
+	done := transformTimer(target)
 	obj, err := h.subresourceView(m, out)
+	done()
 	if err != nil {
 		return err
 	}
@@ -166,7 +168,9 @@ func (h *Handler) update(w http.ResponseWriter, r *http.Request, info *request.I
 	if err != nil {
 		return err
 	}
+	done := transformTimer(target)
 	resp, err := h.subresourceView(m, out)
+	done()
 	if err != nil {
 		return err
 	}
