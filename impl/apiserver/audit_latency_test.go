@@ -55,20 +55,27 @@ func TestAuditLatencyAnnotations(t *testing.T) {
 	if r := e.do(http.MethodGet, "/api/v1/namespaces/default/configmaps/slow", nil, "Audit-ID", "slow"); r.code != 200 {
 		t.Fatalf("get: %d %s", r.code, r.body)
 	}
-	var get *audit.Event
+	// So is a review's (served outside the resource handlers).
+	review := []byte(`{"apiVersion":"authentication.k8s.io/v1","kind":"SelfSubjectReview"}`)
+	if r := e.do(http.MethodPost, "/apis/authentication.k8s.io/v1/selfsubjectreviews", review, "Audit-ID", "slow", "Content-Type", "application/json"); r.code != 201 {
+		t.Fatalf("review: %d %s", r.code, r.body)
+	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	for _, ev := range b.evs["slow"] {
-		if ev.Verb == "get" && ev.Stage == audit.StageResponseComplete {
-			get = ev
+	for _, want := range []struct{ verb, resource string }{{"get", "configmaps"}, {"create", "selfsubjectreviews"}} {
+		var slow *audit.Event
+		for _, ev := range b.evs["slow"] {
+			if ev.Verb == want.verb && ev.ObjectRef != nil && ev.ObjectRef.Resource == want.resource && ev.Stage == audit.StageResponseComplete {
+				slow = ev
+			}
 		}
-	}
-	if get == nil {
-		t.Fatal("no get ResponseComplete event")
-	}
-	for _, k := range []string{reqlatency.TransformKey, reqlatency.SerializeKey, reqlatency.TotalKey} {
-		if d, err := time.ParseDuration(get.Annotations[k]); err != nil || d <= 0 {
-			t.Errorf("slow get: %s = %q, want a duration", k, get.Annotations[k])
+		if slow == nil {
+			t.Fatalf("%s %s: no ResponseComplete event", want.verb, want.resource)
+		}
+		for _, k := range []string{reqlatency.TransformKey, reqlatency.SerializeKey, reqlatency.TotalKey} {
+			if d, err := time.ParseDuration(slow.Annotations[k]); err != nil || d <= 0 {
+				t.Errorf("slow %s %s: %s = %q, want a duration", want.verb, want.resource, k, slow.Annotations[k])
+			}
 		}
 	}
 }

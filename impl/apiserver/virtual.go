@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
@@ -190,10 +191,18 @@ func (s *Server) writeObject(w http.ResponseWriter, r *http.Request, code int, o
 		endpoints.WriteError(w, r, s.codecs, err, schema.GroupResource{}, "")
 		return
 	}
-	if err := s.codecs.SetKind(obj, gv); err != nil {
+	// The kind stamped is the request's transform-response-object
+	// latency, the encoding and its write its serialize-response-object
+	// latency, as kube-apiserver tracks them for every answer.
+	start := time.Now()
+	err = s.codecs.SetKind(obj, gv)
+	target.Latency.AddTransform(time.Since(start))
+	if err != nil {
 		endpoints.WriteError(w, r, s.codecs, err, schema.GroupResource{}, "")
 		return
 	}
+	start = time.Now()
+	defer func() { target.Latency.AddSerialize(time.Since(start)) }()
 	data, err := runtime.Encode(target.Info.Serializer, obj)
 	if err != nil {
 		endpoints.WriteError(w, r, s.codecs, err, schema.GroupResource{}, "")
