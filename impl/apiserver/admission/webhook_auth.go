@@ -11,6 +11,8 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/client-go/pkg/apis/clientauthentication"
+	"k8s.io/client-go/plugin/pkg/client/auth/exec"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"k8s.io/client-go/transport"
@@ -37,8 +39,9 @@ import (
 //
 // A user's credentials are its token (or tokenFile, read when the client
 // is made and again as the file changes), client certificate and key
-// (data or files), username and password, and impersonation (of the
-// user named by "as" only); an auth-provider is an error (a failed call), as upstream. The API server
+// (data or files), username and password, impersonation (of the user
+// named by "as" only), and an exec credential plugin (see applyExec); an
+// auth-provider is an error (a failed call), as upstream. The API server
 // itself (the URL host kubernetes.default.svc:443 and the service
 // default/kubernetes:443 with a loopback) is always called with its
 // loopback credentials.
@@ -138,17 +141,18 @@ func (c *WebhookCredentials) exactOrWildcard(name string) *clientcmdapi.AuthInfo
 	return nil
 }
 
-// applyUser sets the user's client certificate in cfg and returns rt
-// sending its token, basic credentials and impersonation headers.
-func applyUser(u *clientcmdapi.AuthInfo, cfg *tls.Config, rt http.RoundTripper) (http.RoundTripper, error) {
+// applyUser sets the user's client certificate in tr's TLS configuration
+// and returns tr wrapped to send its token, basic credentials,
+// impersonation headers and exec plugin credentials. cluster is the
+// webhook's server as an exec plugin with provideClusterInfo is told it.
+func applyUser(u *clientcmdapi.AuthInfo, cluster clientauthentication.Cluster, tr *http.Transport) (http.RoundTripper, error) {
+	var rt http.RoundTripper = tr
 	if u == nil {
 		return rt, nil
 	}
+	cfg := tr.TLSClientConfig
 	if u.AuthProvider != nil {
 		return nil, errors.New("auth provider not supported")
-	}
-	if u.Exec != nil {
-		return nil, errors.New("exec credential plugins are not supported by kubeproof")
 	}
 	if len(u.ClientCertificate) > 0 || len(u.ClientCertificateData) > 0 {
 		certPEM, err := dataOrFile(u.ClientCertificateData, u.ClientCertificate)
@@ -186,12 +190,71 @@ func applyUser(u *clientcmdapi.AuthInfo, cfg *tls.Config, rt http.RoundTripper) 
 	case basic:
 		rt = transport.NewBasicAuthRoundTripper(u.Username, u.Password, rt)
 	}
+	if u.Exec != nil {
+		// client-go's exec authenticator stands aside for a token,
+		// username or client certificate and key of the same user.
+		otherCreds := token != "" || tokenFile != "" || u.Username != "" ||
+			((len(u.ClientCertificate) > 0 || len(u.ClientCertificateData) > 0) && (len(u.ClientKey) > 0 || len(u.ClientKeyData) > 0))
+		var err error
+		if rt, err = applyExec(u.Exec, cluster, otherCreds, tr, rt); err != nil {
+			return nil, err
+		}
+	}
 	// As kube-apiserver's resolver: impersonation only with a user to
 	// impersonate (as), then with its groups and extra; as-uid is not
 	// read.
 	if u.Impersonate != "" {
 		rt = transport.NewImpersonatingRoundTripper(transport.ImpersonationConfig{
 			UserName: u.Impersonate, Groups: u.ImpersonateGroups, Extra: u.ImpersonateUserExtra}, rt)
+	}
+	return rt, nil
+}
+
+// applyExec makes the webhook calls of a user with an exec credential
+// plugin carry its credentials, as kube-apiserver's webhook clients do
+// by handing the plugin configuration to client-go: client-go's exec
+// authenticator (shared by equal plugin configurations) runs the plugin
+// when a call needs credentials, keeps what it prints until it expires
+// (or a call is answered 401), sends its token (when the call has no
+// Authorization header) and presents its client certificate, closing
+// tr's connections when the certificate changes. The authenticator is
+// made even when otherCreds (the user's token, username or client
+// certificate and key) win over it, so an invalid plugin configuration
+// fails the same; a plugin that fails fails the call.
+func applyExec(conf *clientcmdapi.ExecConfig, cluster clientauthentication.Cluster, otherCreds bool, tr *http.Transport, rt http.RoundTripper) (http.RoundTripper, error) {
+	var info *clientauthentication.Cluster
+	if conf.ProvideClusterInfo {
+		cluster.Config = conf.Config
+		info = &cluster
+	}
+	a, err := exec.GetAuthenticator(conf, info)
+	if err != nil {
+		return nil, err
+	}
+	if otherCreds {
+		return rt, nil
+	}
+	tc := &transport.Config{DialHolder: &transport.DialHolder{Dial: tr.DialContext}}
+	if err := a.UpdateTransportConfig(tc); err != nil {
+		return nil, fmt.Errorf("exec credential plugin: %w", err)
+	}
+	tr.DialContext = tc.DialHolder.Dial
+	if h := tc.TLS.GetCertHolder; h != nil && h.GetCert != nil {
+		getCert := h.GetCert
+		tr.TLSClientConfig.GetClientCertificate = func(*tls.CertificateRequestInfo) (*tls.Certificate, error) {
+			cert, err := getCert()
+			if err != nil {
+				return nil, err
+			}
+			if cert == nil {
+				// No certificate from the plugin: none is sent.
+				return &tls.Certificate{}, nil
+			}
+			return cert, nil
+		}
+	}
+	if tc.WrapTransport != nil {
+		rt = tc.WrapTransport(rt)
 	}
 	return rt, nil
 }

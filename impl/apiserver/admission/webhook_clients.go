@@ -14,6 +14,7 @@ import (
 	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	"k8s.io/client-go/pkg/apis/clientauthentication"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"k8s.io/client-go/transport"
 )
@@ -108,7 +109,7 @@ func (c *webhookClients) get(caBundle []byte, svc *admissionregistrationv1.Servi
 			return dial(ctx, network, addr)
 		}
 	}
-	return c.client(caBundle, key.String(), serverName, lb, user, redirect)
+	return c.client(caBundle, key.String(), "https://"+host, serverName, lb, user, redirect)
 }
 
 // loopbackURLHost is the host:port kube-apiserver's webhook
@@ -125,9 +126,9 @@ func (c *webhookClients) getURL(caBundle []byte, rawURL string, loopback Loopbac
 	key := clientKey{URL: rawURL, CABundle: caBundle}.String()
 	hostPort := urlHostPort(rawURL)
 	if loopback != nil && hostPort == loopbackURLHost {
-		return c.client(caBundle, key, "", loopback, nil, nil)
+		return c.client(caBundle, key, "", "", loopback, nil, nil)
 	}
-	return c.client(caBundle, key, "", nil, c.credentials.userFor(hostPort), nil)
+	return c.client(caBundle, key, urlServer(rawURL), "", nil, c.credentials.userFor(hostPort), nil)
 }
 
 // urlHostPort is the URL's host with port 443 when it has none ("" when
@@ -143,14 +144,26 @@ func urlHostPort(rawURL string) string {
 	return u.Host
 }
 
+// urlServer is a webhook URL's scheme and host, the server an exec
+// credential plugin with provideClusterInfo is told ("" when it does not
+// parse).
+func urlServer(rawURL string) string {
+	u, err := neturl.Parse(rawURL)
+	if err != nil {
+		return ""
+	}
+	return u.Scheme + "://" + u.Host
+}
+
 type dialFunc = func(ctx context.Context, network, addr string) (net.Conn, error)
 
 // client returns the client cached under key, building it when missing:
 // trusting caBundle (and, with lb, the loopback client's roots, under its
 // server name, sending its token), under serverName when set, with the
-// user's credentials when set, its connections made by redirect's
-// wrapping of the base dialer when set.
-func (c *webhookClients) client(caBundle []byte, key, serverName string, lb LoopbackGetter, user *clientcmdapi.AuthInfo, redirect func(dialFunc) dialFunc) (*http.Client, error) {
+// user's credentials when set (server, the webhook's scheme and host, is
+// what an exec credential plugin is told), its connections made by
+// redirect's wrapping of the base dialer when set.
+func (c *webhookClients) client(caBundle []byte, key, server, serverName string, lb LoopbackGetter, user *clientcmdapi.AuthInfo, redirect func(dialFunc) dialFunc) (*http.Client, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if e, ok := c.clients[key]; ok {
@@ -196,7 +209,7 @@ func (c *webhookClients) client(caBundle []byte, key, serverName string, lb Loop
 		// As kube-apiserver's authentication info resolver, a webhook
 		// other than the server itself is called with the user's
 		// credentials and User-Agent webhookUserAgent.
-		rt, err := applyUser(user, cfg, tr)
+		rt, err := applyUser(user, clientauthentication.Cluster{Server: server, TLSServerName: serverName, CertificateAuthorityData: caBundle}, tr)
 		if err != nil {
 			return nil, err
 		}
