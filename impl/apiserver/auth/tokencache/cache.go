@@ -313,6 +313,18 @@ func (c *Cache) Len() int {
 func (c *Cache) key(token string, audiences []string) string {
 	h := c.hashes.Get().(hash.Hash)
 	defer c.hashes.Put(h)
+	return Key(h, token, audiences)
+}
+
+// Key is the cache key of token for audiences, hashed with h (a keyed
+// HMAC, reset first) so that no token is kept in memory. Every string is
+// written after its length and the audiences after their number, as
+// kube-apiserver's token cache derives its keys, so no two (token,
+// audiences) pairs share a key: joined with a separator, ["a\x00b"] and
+// ["a", "b"], or [""] and none, would, and an answer for one set of
+// audiences would be served for the other. The webhook token
+// authenticator's own cache keys its answers with it too.
+func Key(h hash.Hash, token string, audiences []string) string {
 	h.Reset()
 	var n [4]byte
 	writeString := func(s string) {

@@ -5,7 +5,6 @@ import (
 	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -15,6 +14,7 @@ import (
 	authenticationv1 "k8s.io/api/authentication/v1"
 	authenticationv1beta1 "k8s.io/api/authentication/v1beta1"
 
+	"github.com/kubeproof/kubeproof/impl/apiserver/auth/tokencache"
 	"github.com/kubeproof/kubeproof/impl/apiserver/request"
 )
 
@@ -115,28 +115,11 @@ func (t *TokenAuthenticator) authenticate(ctx context.Context, token string, aud
 	return res
 }
 
-// cacheKey keys the cache by the audiences asked for and the token,
-// hashed so that tokens are not kept in memory. Every string is written
-// after its length and the audiences after their number, as
-// kube-apiserver's token cache derives its keys: joined with a separator,
-// audiences a TokenReview may carry (["a\x00b"] and ["a", "b"], [""] and
-// none) would share a key, and an answer for one set of audiences would
-// be served for the other.
+// cacheKey keys the cache by the token and the audiences asked for,
+// hashed so that tokens are not kept in memory, as the API server's token
+// cache keys them (tokencache.Key).
 func (t *TokenAuthenticator) cacheKey(token string, audiences []string) string {
-	h := hmac.New(sha256.New, t.hashKey)
-	var n [4]byte
-	writeLen := func(l int) {
-		binary.BigEndian.PutUint32(n[:], uint32(l))
-		h.Write(n[:])
-	}
-	writeLen(len(token))
-	h.Write([]byte(token))
-	writeLen(len(audiences))
-	for _, a := range audiences {
-		writeLen(len(a))
-		h.Write([]byte(a))
-	}
-	return string(h.Sum(nil))
+	return tokencache.Key(hmac.New(sha256.New, t.hashKey), token, audiences)
 }
 
 // review POSTs a TokenReview of token for auds.
