@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/kubeproof/kubeproof/impl/internal/stability"
 )
 
 // CertificateMetrics is what a kubelet's certificate managers report to
@@ -52,18 +54,18 @@ type certificateCollector struct {
 
 var (
 	clientTTLDesc = prometheus.NewDesc("kubelet_certificate_manager_client_ttl_seconds",
-		"[ALPHA] Gauge of the TTL (time-to-live) of the Kubelet's client certificate. The value is in seconds until certificate expiry (negative if already expired). If client certificate is invalid or unused, the value will be +INF.",
+		stability.Alpha.Help("Gauge of the TTL (time-to-live) of the Kubelet's client certificate. The value is in seconds until certificate expiry (negative if already expired). If client certificate is invalid or unused, the value will be +INF."),
 		[]string{"node"}, nil)
 	clientRenewErrorsDesc = prometheus.NewDesc("kubelet_certificate_manager_client_expiration_renew_errors",
-		"[ALPHA] Counter of certificate renewal errors.", []string{"node"}, nil)
+		stability.Alpha.Help("Counter of certificate renewal errors."), []string{"node"}, nil)
 	serverTTLDesc = prometheus.NewDesc("kubelet_certificate_manager_server_ttl_seconds",
-		"[ALPHA] Gauge of the shortest TTL (time-to-live) of the Kubelet's serving certificate. The value is in seconds until certificate expiry (negative if already expired). If serving certificate is invalid or unused, the value will be +INF.",
+		stability.Alpha.Help("Gauge of the shortest TTL (time-to-live) of the Kubelet's serving certificate. The value is in seconds until certificate expiry (negative if already expired). If serving certificate is invalid or unused, the value will be +INF."),
 		[]string{"node"}, nil)
 	serverRotationDesc = prometheus.NewDesc("kubelet_certificate_manager_server_rotation_seconds",
-		"[ALPHA] Histogram of the number of seconds the previous certificate lived before being rotated.",
+		stability.Alpha.Help("Histogram of the number of seconds the previous certificate lived before being rotated."),
 		[]string{"node"}, nil)
 	serverRenewErrorsDesc = prometheus.NewDesc("kubelet_server_expiration_renew_errors",
-		"[ALPHA] Counter of certificate renewal errors.", []string{"node"}, nil)
+		stability.Alpha.Help("Counter of certificate renewal errors."), []string{"node"}, nil)
 )
 
 func (c certificateCollector) Describe(ch chan<- *prometheus.Desc) {

@@ -281,7 +281,7 @@ func (c runningPodsCollector) Collect(ch chan<- prometheus.Metric) {
 type httpFallbacksCollector struct{ m *Mux }
 
 var httpFallbacksDesc = prometheus.NewDesc("kubelet_lifecycle_handler_http_fallbacks_total",
-	"[ALPHA] The number of times lifecycle handlers successfully fell back to http from https.",
+	stability.Alpha.Help("The number of times lifecycle handlers successfully fell back to http from https."),
 	[]string{"node"}, nil)
 
 func (c httpFallbacksCollector) Describe(ch chan<- *prometheus.Desc) { ch <- httpFallbacksDesc }

@@ -4,6 +4,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/kubeproof/kubeproof/impl/internal/stability"
 )
 
 // Metrics are kube-apiserver's token cache metrics (namespace
@@ -21,8 +23,8 @@ type Metrics struct {
 }
 
 // alphaHelp is the help text of a kube-apiserver alpha metric that has
-// none of its own.
-const alphaHelp = "[ALPHA] "
+// none of its own: the level's prefix alone.
+var alphaHelp = stability.Alpha.Help("")
 
 // NewMetrics registers the metrics on reg.
 func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
