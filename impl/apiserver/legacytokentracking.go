@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"math"
 	"net"
 	"net/http"
 	"sync"
@@ -21,6 +22,8 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
+
+	"github.com/kubeproof/kubeproof/impl/controller/workloop"
 )
 
 // Legacy token tracking, as kube-apiserver's legacy token tracking
@@ -105,8 +108,7 @@ func newLegacyTokenTracking(client kubernetes.Interface, clk clock.WithTicker, c
 		// this server serves no work queue metrics, and a named queue
 		// would report to client-go's process-wide provider, which the
 		// controller manager sets in a `kubeproof up` process.
-		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
-			workqueue.TypedRateLimitingQueueConfig[string]{Clock: clk}),
+		queue:     workloop.NewQueueWithClock("", clk),
 		creations: creations,
 		clock:     clk,
 		log:       log,
@@ -134,36 +136,19 @@ func newLegacyTrackingLimiter() *rate.Limiter {
 func (t *legacyTokenTracking) run(ctx context.Context) {
 	var wg sync.WaitGroup
 	defer wg.Wait()
-	defer t.queue.ShutDown()
 	wg.Go(func() { t.informer.RunWithContext(ctx) })
-	if !cache.WaitForCacheSync(ctx.Done(), t.informer.HasSynced) {
+	if err := workloop.WaitForSync(ctx, "legacy token tracking", t.queue, t.informer.HasSynced); err != nil {
 		return
 	}
-	wg.Go(func() {
-		for t.next(ctx) {
-		}
-	})
 	t.queue.Add(legacyTrackingKey)
-	<-ctx.Done()
-}
-
-// next syncs once for a key taken from the queue; false once the queue is
-// shut down.
-func (t *legacyTokenTracking) next(ctx context.Context) bool {
-	key, quit := t.queue.Get()
-	if quit {
-		return false
-	}
-	defer t.queue.Done(key)
-	if err := t.sync(ctx); err != nil {
-		if ctx.Err() == nil {
+	// One worker, retried with the queue's back-off for as long as it fails.
+	workloop.RunWithMaxRetries(ctx, "legacy token tracking", t.queue, 1, math.MaxInt, func(ctx context.Context, _ string) error {
+		err := t.sync(ctx)
+		if err != nil && ctx.Err() == nil {
 			t.log.Warn("keeping the legacy service account token tracking ConfigMap", "err", err)
 		}
-		t.queue.AddRateLimited(key)
-		return true
-	}
-	t.queue.Forget(key)
-	return true
+		return err
+	})
 }
 
 // sync writes what legacyTrackingDecision says of the cached ConfigMap.
