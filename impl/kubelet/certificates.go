@@ -25,6 +25,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	utilnet "k8s.io/apimachinery/pkg/util/net"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/certificate"
@@ -43,8 +44,9 @@ const (
 	// certificateWaitTimeout bounds the wait for one request to be issued,
 	// as upstream's certificate manager's.
 	certificateWaitTimeout = 15 * time.Minute
-	// Retry delays after a failed rotation, doubling.
-	rotationRetryBase, rotationRetryMax = 2 * time.Second, 32 * time.Second
+	// rotationRetryPoll is the beat of the attempts after a failed
+	// request once rotationBackoff is spent, as upstream's manager's poll.
+	rotationRetryPoll = 32 * time.Second
 	// rotationPeriod is the least time between two requests, as
 	// upstream's manager's loop period.
 	rotationPeriod = time.Second
@@ -54,6 +56,52 @@ const (
 	// manager each second.
 	templateCheckPeriod = time.Second
 )
+
+// rotationBackoff is upstream's manager's back-off after a failed
+// request: five attempts, the waits between them 2s doubling, each up to
+// 10% longer (jitter).
+var rotationBackoff = wait.Backoff{Duration: 2 * time.Second, Factor: 2, Jitter: 0.1, Steps: 5}
+
+// rotationRetry is where the manager is in upstream's schedule of
+// attempts after failed requests: rotationBackoff's attempts, then, when
+// they all failed, one on each rotationRetryPoll beat from then on until
+// one succeeds.
+type rotationRetry struct {
+	backoff wait.Backoff
+	// pollFrom, once the back-off is spent, is when the beat started.
+	pollFrom time.Time
+}
+
+// newRotationRetry is the schedule before any failure.
+func newRotationRetry() rotationRetry {
+	return rotationRetry{backoff: rotationBackoff}
+}
+
+// failed is when to attempt again after one that failed at now, and
+// whether that failure spent the back-off (upstream logs it then). As
+// upstream's: the back-off's next jittered wait from now while it has
+// attempts left; after its last one, the first beat rotationRetryPoll
+// later; on the beat, the first beat after now (one the attempt
+// overran is skipped, as a poll's tick is while its condition runs).
+// Pure but for the jitter's random draw.
+func (r *rotationRetry) failed(now time.Time) (time.Time, bool) {
+	if !r.pollFrom.IsZero() {
+		beats := now.Sub(r.pollFrom)/rotationRetryPoll + 1
+		return r.pollFrom.Add(beats * rotationRetryPoll), false
+	}
+	if r.backoff.Steps > 1 {
+		return now.Add(r.backoff.Step()), false
+	}
+	r.pollFrom = now
+	return now.Add(rotationRetryPoll), true
+}
+
+// succeeded starts the schedule again: the next failure waits the
+// back-off's first step, as upstream's next rotation starts a new
+// back-off.
+func (r *rotationRetry) succeeded() {
+	*r = newRotationRetry()
+}
 
 // RotationDeadline is when a certificate valid from notBefore to notAfter
 // is to be replaced, as upstream's certificate manager decides it: after
@@ -358,8 +406,9 @@ func (m *CertificateManager) template() *x509.CertificateRequest {
 }
 
 // Run rotates the certificate until ctx ends, asking with client; it
-// returns nil then. A failed request is retried after 2s, doubling up to
-// 32s; an issued one is followed by the next request a second later at
+// returns nil then. A failed request is retried as upstream's manager
+// does (rotationRetry: a jittered back-off from 2s for five attempts,
+// then every 32s); an issued one is followed by the next request a second later at
 // the earliest (upstream's loop period), even when what was issued does
 // not satisfy the template and is asked for again at once. Without a
 // template yet it looks again each second; with GetTemplate, a changed
@@ -372,8 +421,8 @@ func (m *CertificateManager) Run(ctx context.Context, client kubernetes.Interfac
 		defer cancel()
 		wg.Go(func() { m.watchTemplate(wctx) })
 	}
-	retry := time.Duration(0) // the back-off after failed requests
-	var notBefore time.Time   // no request before then
+	retry := newRotationRetry() // the schedule after failed requests
+	var notBefore time.Time     // no request before then
 	for {
 		var leaf *x509.Certificate
 		m.mu.Lock()
@@ -409,12 +458,17 @@ func (m *CertificateManager) Run(ctx context.Context, client kubernetes.Interfac
 			if ctx.Err() != nil {
 				return nil
 			}
-			retry = min(max(2*retry, rotationRetryBase), rotationRetryMax)
-			notBefore = time.Now().Add(retry)
-			m.cfg.Logger.Error("rotating certificate", "certificate", m.cfg.Prefix, "err", err, "retry", retry)
+			now := time.Now()
+			at, spent := retry.failed(now)
+			notBefore = at
+			m.cfg.Logger.Error("rotating certificate", "certificate", m.cfg.Prefix, "err", err, "retry", at.Sub(now))
+			if spent {
+				m.cfg.Logger.Error("Reached backoff limit, still unable to rotate certs", "certificate", m.cfg.Prefix, "retryEvery", rotationRetryPoll)
+			}
 			continue
 		}
-		retry, notBefore = 0, time.Now().Add(rotationPeriod)
+		retry.succeeded()
+		notBefore = time.Now().Add(rotationPeriod)
 	}
 }
 
