@@ -23,27 +23,27 @@ import (
 // matchLabels or matchExpressions; bindings of User, Group and
 // ServiceAccount subjects, some naming roles that do not exist) and one
 // request (user, groups, verb and either a resource request or a
-// non-resource path) from the fuzzer's bytes, and decides it with
-// rbac.NewPolicy(...).Allows. Properties:
+// non-resource path) from the fuzzer's bytes, and whether the
+// clusterrole-aggregation controller has run: if it has, every aggregated
+// ClusterRole is stored with the rules rbac.AggregateClusterRoles (the
+// controller's decision) gives it; if not, with the rules it was created
+// with. It decides the request with rbac.NewPolicy(stored
+// objects).Allows. Properties:
 //   - nothing panics;
 //   - the decision equals that of referenceAllows, a deliberately plain
 //     evaluation of Kubernetes' documented RBAC semantics written for
-//     this test (a differential oracle), on the ClusterRoles' rules once
-//     the clusterrole-aggregation controller has converged
-//     (referenceAggregate, which runs that controller's sync rule until
-//     nothing changes);
-//   - rbac.AggregateClusterRoles, what the authorizer decides on and the
-//     Aggregator writes, gives every ClusterRole the rules
-//     referenceAggregate does, in the same order (as a set for a role
-//     whose selections reach a cycle, where upstream's order depends on
-//     the order of its syncs);
+//     this test (a differential oracle), on the rules each role stores:
+//     an aggregated role's own rules before the controller has run (its
+//     selectors count for nothing), and after it the rules the controller
+//     converges to (referenceAggregate, which runs that controller's sync
+//     rule until nothing changes);
+//   - rbac.AggregateClusterRoles, what the controller writes, gives every
+//     ClusterRole the rules referenceAggregate does, in the same order (as
+//     a set for a role whose selections reach a cycle, where upstream's
+//     order depends on the order of its syncs);
 //   - a denial carries an "RBAC: " reason exactly when a binding that
 //     applies to the user names a missing role, and an allow names a
 //     binding.
-//
-// The policy is decided directly, below the controller, as the rbac
-// package's authorizer does: it expands aggregation itself rather than
-// reading the rules the Aggregator wrote.
 func FuzzAuthorization(f *testing.F) {
 	for _, s := range authzSeeds {
 		f.Add(s.data)
@@ -106,7 +106,17 @@ var authzSeeds = []struct {
 		slices.Concat(aggregates(0, sel("y", 1, "1"), sel("x", 1, "1")), aggregates(1), aggregates(3))), true},
 	{"an empty list equals none", seedAgg([][]byte{nil, rules(rule("get", "", "pods")), rules(emptyNames(rule("get", "", "pods")))}, getPods,
 		slices.Concat(aggregates(0, sel("x", 5)), aggregates(1), aggregates(2))), true},
+	// The same policies before the controller has run (a last odd byte):
+	// the authorizer reads the rules stored at creation.
+	{"before the controller runs, a selected role's rules are not granted", seedAgg([][]byte{nil, rules(rule("get", "", "pods"))}, getPods,
+		slices.Concat(aggregates(0, sel("x", 1, "1")), aggregates(1), notAggregatedYet)), false},
+	{"before the controller runs, an aggregated role's own rules are granted", seedAgg([][]byte{rules(rule("get", "", "pods")), rules(rule("list", "", "pods"))}, getPods,
+		slices.Concat(aggregates(0, sel("x", 1, "2")), aggregates(1), notAggregatedYet)), true},
 }
+
+// notAggregatedYet is the byte after the aggregation section that says the
+// clusterrole-aggregation controller has not run (decodeAuthz).
+var notAggregatedYet = []byte{1}
 
 var getPods = req("alice", "get", "", "pods", "", "ns1", "")
 
@@ -114,16 +124,18 @@ var getPods = req("alice", "get", "", "pods", "", "ns1", "")
 // c0 ends with, in order; TestAuthorizationSeeds checks it on both the
 // reference and rbac.AggregateClusterRoles.
 var aggregatedSeedVerbs = map[string][]string{
-	"aggregated role grants a selected role's rules":       {"get"},
-	"aggregated role's own rules are replaced":             {},
-	"a role selecting itself takes nothing from itself":    {},
-	"nested aggregation":                                   {"get"},
-	"cycle of aggregated roles":                            {"get"},
-	"NotIn selects unlabelled roles":                       {"get"},
-	"DoesNotExist skips labelled roles":                    {},
-	"empty selector, equal rules kept once, in name order": {"list", "get", "delete"},
-	"second selector's roles after the first's":            {"list", "get"},
-	"an empty list equals none":                            {"get"},
+	"aggregated role grants a selected role's rules":                         {"get"},
+	"aggregated role's own rules are replaced":                               {},
+	"a role selecting itself takes nothing from itself":                      {},
+	"nested aggregation":                                                     {"get"},
+	"cycle of aggregated roles":                                              {"get"},
+	"NotIn selects unlabelled roles":                                         {"get"},
+	"DoesNotExist skips labelled roles":                                      {},
+	"empty selector, equal rules kept once, in name order":                   {"list", "get", "delete"},
+	"second selector's roles after the first's":                              {"list", "get"},
+	"an empty list equals none":                                              {"get"},
+	"before the controller runs, a selected role's rules are not granted":    {"get"},
+	"before the controller runs, an aggregated role's own rules are granted": {},
 }
 
 // rules is a ClusterRole's or Role's rule list.
@@ -263,11 +275,34 @@ var (
 )
 
 // authzPolicy is the decoded policy, kept as plain slices for the oracle.
+// clusterRoles are the ClusterRoles as created; aggregatorRan says whether
+// the clusterrole-aggregation controller has written the aggregated ones'
+// rules since (storedClusterRoles).
 type authzPolicy struct {
 	clusterRoles    []*rbacv1.ClusterRole
 	roles           []*rbacv1.Role
 	clusterBindings []*rbacv1.ClusterRoleBinding
 	bindings        []*rbacv1.RoleBinding
+	aggregatorRan   bool
+}
+
+// storedClusterRoles returns the ClusterRoles as stored: as created, or,
+// once the controller has run, the aggregated ones holding the rules
+// rbac.AggregateClusterRoles (the controller's decision) gives them.
+func (p *authzPolicy) storedClusterRoles() []*rbacv1.ClusterRole {
+	if !p.aggregatorRan {
+		return p.clusterRoles
+	}
+	written := rbac.AggregateClusterRoles(p.clusterRoles)
+	out := make([]*rbacv1.ClusterRole, 0, len(p.clusterRoles))
+	for _, r := range p.clusterRoles {
+		if r.AggregationRule != nil {
+			r = r.DeepCopy()
+			r.Rules = written[r.Name]
+		}
+		out = append(out, r)
+	}
+	return out
 }
 
 // decodeAuthz reads, one byte per choice: the ClusterRoles (count 0–3,
@@ -277,7 +312,10 @@ type authzPolicy struct {
 // namespace, roleRef and subjects); then the request: user (an index past
 // the alphabet takes up to 12 raw bytes), 0–2 groups, whether it is a
 // resource request, verb, then API group, resource, subresource,
-// namespace, name — or a path.
+// namespace, name — or a path; then the aggregation section
+// (decodeAggregation) and a byte whose low bit set says the
+// clusterrole-aggregation controller has not run (missing, it reads as
+// zero: older inputs keep meaning the controller has converged).
 // A rule is verbs, groups, resources, resourceNames, nonResourceURLs,
 // each a count 0–2 then indexes. A roleRef is a kind then a name index
 // 0–3 (so some name missing roles); a subject is a kind, a name, a namespace.
@@ -305,6 +343,7 @@ func decodeAuthz(in *input) (*authzPolicy, *authzRequest) {
 	}
 	r := decodeRequest(in)
 	decodeAggregation(in, p.clusterRoles)
+	p.aggregatorRan = in.byte()%2 == 0
 	return p, r
 }
 
@@ -464,7 +503,7 @@ func decodeRequest(in *input) *authzRequest {
 func checkAuthz(t *testing.T, p *authzPolicy, r *authzRequest) {
 	t.Helper()
 	checkAggregation(t, p)
-	pol := rbac.NewPolicy(p.clusterRoles, p.roles, p.clusterBindings, p.bindings)
+	pol := rbac.NewPolicy(p.storedClusterRoles(), p.roles, p.clusterBindings, p.bindings)
 	got, reason := pol.Allows(&r.user, &r.info)
 	want, missing := referenceAllows(p, r)
 	if got != want {
@@ -482,8 +521,9 @@ func checkAuthz(t *testing.T, p *authzPolicy, r *authzRequest) {
 
 // referenceAllows is the oracle: Kubernetes' RBAC semantics as documented
 // (https://kubernetes.io/docs/reference/access-authn-authz/rbac/), written
-// as plainly as possible, on the ClusterRoles' rules after aggregation
-// (referenceAggregate). missing reports whether a binding that applies
+// as plainly as possible, on the rules each role stores: for an aggregated
+// ClusterRole, its own rules until the controller has run and the
+// controller's converged rules (referenceAggregate) after. missing reports whether a binding that applies
 // to the user names a role that does not exist.
 func referenceAllows(p *authzPolicy, r *authzRequest) (allowed, missing bool) {
 	u, req := &r.user, &r.info
@@ -510,7 +550,10 @@ func referenceAllows(p *authzPolicy, r *authzRequest) (allowed, missing bool) {
 	rulesOf := func(ref rbacv1.RoleRef, bindingNamespace string) ([]rbacv1.PolicyRule, bool) {
 		for _, cr := range p.clusterRoles {
 			if ref.Kind == "ClusterRole" && cr.Name == ref.Name {
-				return aggregated[cr.Name], true
+				if cr.AggregationRule != nil && p.aggregatorRan {
+					return aggregated[cr.Name], true
+				}
+				return cr.Rules, true
 			}
 		}
 		for _, role := range p.roles {
@@ -751,10 +794,11 @@ func TestAuthorizationSeeds(t *testing.T) {
 // the seeds reach what the aggregation part of FuzzAuthorization is for —
 // allows through an aggregated role, aggregated roles whose several rules'
 // order is checked, nested aggregation, roles reaching a cycle, and
-// semantically equal rules merged — and each passes checkAuthz.
+// semantically equal rules merged, and allows through an aggregated role's
+// own rules before the controller has run — and each passes checkAuthz.
 func TestAuthorizationReachesAggregation(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 10))
-	var allowedViaAggregate, orderedMany, nested, cyclic, merged int
+	var allowedViaAggregate, allowedBeforeAggregation, orderedMany, nested, cyclic, merged int
 	for range 3000 {
 		// A seed with one to three bytes replaced and up to 20 random
 		// bytes appended, as the fuzzer's first mutations would (wholly
@@ -802,19 +846,25 @@ func TestAuthorizationReachesAggregation(t *testing.T) {
 			}
 		}
 		if allowed, _ := referenceAllows(p, r); allowed {
-			pol := rbac.NewPolicy(p.clusterRoles, p.roles, p.clusterBindings, p.bindings)
+			pol := rbac.NewPolicy(p.storedClusterRoles(), p.roles, p.clusterBindings, p.bindings)
 			if _, reason := pol.Allows(&r.user, &r.info); strings.Contains(reason, "ClusterRole \"") {
 				for name := range aggregatedNames {
-					if strings.Contains(reason, "of ClusterRole \""+name+"\"") {
+					if !strings.Contains(reason, "of ClusterRole \""+name+"\"") {
+						continue
+					}
+					if p.aggregatorRan {
 						allowedViaAggregate++
+					} else {
+						allowedBeforeAggregation++
 					}
 				}
 			}
 		}
 	}
-	t.Logf("allowed through an aggregated role %d, ordered aggregates of 2+ rules %d, nested %d, reaching a cycle %d, equal rules merged %d",
-		allowedViaAggregate, orderedMany, nested, cyclic, merged)
-	for what, n := range map[string]int{"allowed through an aggregated role": allowedViaAggregate, "ordered aggregates of 2+ rules": orderedMany,
+	t.Logf("allowed through an aggregated role %d (before the controller ran %d), ordered aggregates of 2+ rules %d, nested %d, reaching a cycle %d, equal rules merged %d",
+		allowedViaAggregate, allowedBeforeAggregation, orderedMany, nested, cyclic, merged)
+	for what, n := range map[string]int{"allowed through an aggregated role": allowedViaAggregate,
+		"allowed through an aggregated role's own rules before the controller ran": allowedBeforeAggregation, "ordered aggregates of 2+ rules": orderedMany,
 		"nested aggregation": nested, "roles reaching a cycle": cyclic, "equal rules merged": merged} {
 		if n == 0 {
 			t.Errorf("no input reached: %s", what)

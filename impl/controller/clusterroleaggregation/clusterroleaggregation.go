@@ -4,11 +4,13 @@
 // ClusterRoles its selectors match, so that reading "admin", "edit" or
 // "view" (kubectl get clusterrole view -o yaml) shows what they grant.
 //
-// The decision — which rules an aggregated role gets — is
-// rbac.AggregateClusterRoles, the function the API server's authorizer
-// uses. It expands nested aggregation at once, where upstream's controller
-// unions the stored rules of the selected roles and so reaches a nested
-// aggregate (admin over edit over view) over several syncs. This package
+// The API server's RBAC authorizer grants an aggregated role only the
+// rules stored in it, so until this controller has written them admin,
+// edit and view grant nothing, as in Kubernetes. The decision — which
+// rules an aggregated role gets — is rbac.AggregateClusterRoles. It
+// expands nested aggregation at once, where upstream's controller unions
+// the stored rules of the selected roles and so reaches a nested aggregate
+// (admin over edit over view) over several syncs. This package
 // only adds the informer, the queue and the write, as upstream's: any
 // ClusterRole change queues every aggregated ClusterRole, and a role whose
 // stored rules differ from its aggregate gets them by a server-side apply

@@ -97,6 +97,28 @@ func startAuthorizers(t *testing.T, s *objcachetest.Stores) (auth.Authorizer, *r
 	return union{n, r}, r
 }
 
+// ensureAggregated ensures the bootstrap policy and then writes every
+// aggregated ClusterRole's rules as the clusterrole-aggregation controller
+// does (rbac.AggregateClusterRoles over the stored roles): the RBAC
+// authorizer grants only stored rules, so without this step admin, edit
+// and view grant nothing.
+func ensureAggregated(t *testing.T, s *objcachetest.Stores) {
+	t.Helper()
+	if err := bootstrappolicy.Ensure(context.Background(), s); err != nil {
+		t.Fatal(err)
+	}
+	var stored []*rbacv1.ClusterRole
+	for _, r := range bootstrappolicy.ClusterRoles() {
+		stored = append(stored, getClusterRole(t, s, r.Name))
+	}
+	aggregated := rbac.AggregateClusterRoles(stored)
+	for _, r := range stored {
+		if r.AggregationRule != nil {
+			updateClusterRole(t, s, r.Name, func(cr *rbacv1.ClusterRole) { cr.Rules = aggregated[r.Name] })
+		}
+	}
+}
+
 func user(name string, groups ...string) *request.User {
 	return &request.User{Name: name, Groups: append(groups, "system:authenticated")}
 }
@@ -145,9 +167,11 @@ func (r row) String() string {
 
 // TestAuthorizationMatrix runs the default policy, with Node and RBAC in
 // kube-apiserver's default order, against the allow/deny Kubernetes'
-// defaults give each identity.
+// defaults give each identity, once the clusterrole-aggregation controller
+// has written admin, edit and view.
 func TestAuthorizationMatrix(t *testing.T) {
 	s := newStores(t)
+	ensureAggregated(t, s)
 	rb := rbacv1.Resource("rolebindings")
 	create(t, s, rb, "team", "ed-edit", roleBinding("team", "ed-edit", "edit", rbacv1.Subject{Kind: "User", Name: "ed"}))
 	create(t, s, rb, "team", "vi-view", roleBinding("team", "vi-view", "view", rbacv1.Subject{Kind: "User", Name: "vi"}))
@@ -200,7 +224,7 @@ func TestAuthorizationMatrix(t *testing.T) {
 		{who: "alice", verb: "get", resource: "namespaces", ns: "team", name: "team", allow: false},
 		{who: "alice", verb: "create", resource: "pods", ns: "default", allow: false},
 
-		// edit in one namespace (through aggregation: edit ⊇ view).
+		// edit in one namespace (its aggregated rules: edit ⊇ view).
 		{who: "ed", verb: "create", resource: "pods", ns: "team", allow: true},
 		{who: "ed", verb: "delete", resource: "pods", ns: "team", name: "pod-a", allow: true},
 		{who: "ed", verb: "get", resource: "pods/log", ns: "team", name: "pod-a", allow: true},
@@ -397,6 +421,7 @@ func rulesAllow(res []authorizationv1.ResourceRule, nonRes []authorizationv1.Non
 // take effect through the watches, and a deleted binding stops granting.
 func TestAuthorizersFollowChanges(t *testing.T) {
 	s := newStores(t)
+	ensureAggregated(t, s)
 	authz, _ := startAuthorizers(t, s)
 	carl := user("carl")
 	listPods := auth.Attributes{User: carl, Info: &request.Info{IsResourceRequest: true, Verb: "list", Resource: "pods", Namespace: "dev"}}
@@ -434,4 +459,53 @@ func TestAuthorizersFollowChanges(t *testing.T) {
 		t.Fatal(err)
 	}
 	eventually("after the pod was deleted", getSecret, auth.DecisionNoOpinion)
+}
+
+// TestAggregatedRolesGrantOnlyWrittenRules: the bootstrap admin, edit and
+// view roles are stored as kube-apiserver stores them — an aggregationRule
+// and no rules — and the RBAC authorizer grants what their stored rules
+// say: nothing through a binding to edit until the aggregated rules are
+// written (by the clusterrole-aggregation controller; here by the test,
+// as that controller decides them), then edit's rules.
+func TestAggregatedRolesGrantOnlyWrittenRules(t *testing.T) {
+	s := newStores(t)
+	create(t, s, rbacv1.Resource("rolebindings"), "team", "ed-edit", roleBinding("team", "ed-edit", "edit", rbacv1.Subject{Kind: "User", Name: "ed"}))
+	// The caches have synced the binding and the ensured roles when this
+	// returns.
+	authz, rbacAuthz := startAuthorizers(t, s)
+	for _, name := range []string{"admin", "edit", "view"} {
+		r := getClusterRole(t, s, name)
+		if r.AggregationRule == nil || len(r.AggregationRule.ClusterRoleSelectors) != 1 || len(r.Rules) != 0 {
+			t.Errorf("clusterrole %s as created: aggregationRule %+v, rules %+v; want one selector and no rules", name, r.AggregationRule, r.Rules)
+		}
+	}
+	ed := user("ed")
+	createPod := auth.Attributes{User: ed, Info: &request.Info{IsResourceRequest: true, Verb: "create", Resource: "pods", Namespace: "team"}}
+	ctx := context.Background()
+	decide := func() (bool, bool) {
+		d, _, err := authz.Authorize(ctx, createPod)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, nonRes, _, err := rbacAuthz.RulesFor(ctx, ed, "team")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d == auth.DecisionAllow, rulesAllow(res, nonRes, createPod.Info)
+	}
+	if allowed, listed := decide(); allowed || listed {
+		t.Fatalf("before edit's rules were written: ed create pods allowed=%v, listed by the rules review=%v; want neither", allowed, listed)
+	}
+	ensureAggregated(t, s)
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		allowed, listed := decide()
+		if allowed && listed {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after edit's rules were written: ed create pods allowed=%v, listed=%v; want both", allowed, listed)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }

@@ -1,9 +1,8 @@
 // Package rbac is the RBAC authorizer (--authorization-mode=RBAC): Roles,
 // ClusterRoles, RoleBindings and ClusterRoleBindings of
 // rbac.authorization.k8s.io/v1, read from the API server's own storage
-// through watch-fed caches (package objcache), with ClusterRole
-// aggregation (aggregationRule label selectors) applied when the policy is
-// built.
+// through watch-fed caches (package objcache). Each role grants the rules
+// it stores; an aggregationRule's selectors are not evaluated here.
 //
 // Matching follows Kubernetes: verbs, apiGroups, resources ("pods/log"
 // subresources and "*/scale" wildcards), resourceNames, nonResourceURLs
@@ -19,10 +18,12 @@
 //	d, reason, err := a.Authorize(ctx, auth.Attributes{...})
 //	res, nonRes, incomplete, err := a.RulesFor(ctx, user, namespace) // auth.RuleResolver
 //
-// The controller manager's clusterrole-aggregation controller
-// (impl/controller/clusterroleaggregation) writes aggregated rules into
-// admin/edit/view; the authorizer does not wait for it (it expands
-// aggregation itself, AggregateClusterRoles).
+// As in kube-apiserver, an aggregated ClusterRole (admin, edit, view)
+// grants only what the controller manager's clusterrole-aggregation
+// controller (impl/controller/clusterroleaggregation, deciding with
+// AggregateClusterRoles) has written into its rules: a server without that
+// controller grants nothing through the bootstrap admin/edit/view roles,
+// which are created with no rules.
 //
 // RuleAllows and RulesAllow are the pure rule matchers (the Node
 // authorizer uses them for its static rules); NewPolicy builds a decision

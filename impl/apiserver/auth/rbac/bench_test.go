@@ -12,12 +12,19 @@ import (
 	"github.com/kubeproof/kubeproof/impl/apiserver/request"
 )
 
-// benchPolicy is the default policy plus 1000 namespaces with two
-// RoleBindings each.
+// benchPolicy is the default policy, with the aggregated roles' rules
+// written as the clusterrole-aggregation controller writes them, plus 1000
+// namespaces with two RoleBindings each.
 func benchPolicy() *rbac.Policy {
 	var crs []*rbacv1.ClusterRole
 	for _, r := range bootstrappolicy.ClusterRoles() {
 		crs = append(crs, &r)
+	}
+	aggregated := rbac.AggregateClusterRoles(crs)
+	for _, r := range crs {
+		if r.AggregationRule != nil {
+			r.Rules = aggregated[r.Name]
+		}
 	}
 	var crbs []*rbacv1.ClusterRoleBinding
 	for _, b := range bootstrappolicy.ClusterRoleBindings() {

@@ -12,9 +12,9 @@ import (
 	"github.com/kubeproof/kubeproof/impl/apiserver/request"
 )
 
-// Policy is one consistent view of the RBAC objects, with aggregated
-// ClusterRoles expanded. Its methods are pure: the authorizer rebuilds a
-// Policy when its caches change and decides on it.
+// Policy is one consistent view of the RBAC objects. Its methods are
+// pure: the authorizer rebuilds a Policy when its caches change and
+// decides on it.
 type Policy struct {
 	clusterRoles    map[string][]rbacv1.PolicyRule
 	roles           map[string][]rbacv1.PolicyRule // namespace/name
@@ -27,19 +27,22 @@ type Policy struct {
 	reasons sync.Map
 }
 
-// NewPolicy builds a Policy from the four kinds of RBAC objects. A
-// ClusterRole with an aggregationRule gets the rules of every ClusterRole
-// its selectors match (recursively, as Kubernetes' clusterrole-aggregation
-// controller converges to), in place of its own.
+// NewPolicy builds a Policy from the four kinds of RBAC objects. Every
+// role grants the rules it stores, a ClusterRole with an aggregationRule
+// included: as in kube-apiserver, the authorizer never evaluates
+// selectors. The clusterrole-aggregation controller writes an aggregated
+// role's rules (AggregateClusterRoles deciding them); until it has, the
+// role grants what it was created with, and a role selected by it adds
+// nothing.
 func NewPolicy(clusterRoles []*rbacv1.ClusterRole, roles []*rbacv1.Role,
 	clusterBindings []*rbacv1.ClusterRoleBinding, bindings []*rbacv1.RoleBinding) *Policy {
 	p := &Policy{
-		clusterRoles: map[string][]rbacv1.PolicyRule{},
+		clusterRoles: make(map[string][]rbacv1.PolicyRule, len(clusterRoles)),
 		roles:        map[string][]rbacv1.PolicyRule{},
 		bindings:     map[string][]*rbacv1.RoleBinding{},
 	}
-	for name, rules := range AggregateClusterRoles(clusterRoles) {
-		p.clusterRoles[name] = rules
+	for _, r := range clusterRoles {
+		p.clusterRoles[r.Name] = r.Rules
 	}
 	for _, r := range roles {
 		p.roles[r.Namespace+"/"+r.Name] = r.Rules
@@ -59,7 +62,8 @@ func NewPolicy(clusterRoles []*rbacv1.ClusterRole, roles []*rbacv1.Role,
 // its own rules, or for one with an aggregationRule the rules of the
 // ClusterRoles matched by its selectors (themselves expanded), without
 // duplicates, in ClusterRole name order — what the clusterrole-aggregation
-// controller writes into the object.
+// controller writes into the object. It is that controller's pure
+// decision; the authorizer does not call it (NewPolicy reads stored rules).
 func AggregateClusterRoles(roles []*rbacv1.ClusterRole) map[string][]rbacv1.PolicyRule {
 	byName := make(map[string]*rbacv1.ClusterRole, len(roles))
 	names := make([]string, 0, len(roles))
