@@ -57,7 +57,8 @@ const (
 // (normally a bootstrap token), asks for a client certificate for
 // system:node:<nodeName> in group system:nodes with a
 // CertificateSigningRequest for the kubernetes.io/kube-apiserver-client-kubelet
-// signer (an ECDSA P-256 key kept in <certDir>/kubelet-client.key.tmp
+// signer (bootstrapKey: the key of cert-dir's current pair, expired
+// or not, else an ECDSA P-256 key kept in <certDir>/kubelet-client.key.tmp
 // until the certificate is issued; the request named from it, so a
 // restarted kubelet waits for its pending request, as upstream's), waits
 // for it to be issued, and writes
@@ -85,22 +86,21 @@ func Bootstrap(ctx context.Context, kubeconfigPath, bootstrapPath, certDir, node
 	if err != nil {
 		return fmt.Errorf("building bootstrap client: %w", err)
 	}
-	// As upstream's kubelet, the key waits in <certDir>/kubelet-client.key.tmp
-	// until its certificate is issued and names the request, so a kubelet
-	// restarted while its request is pending waits for that request
-	// rather than making another.
-	keyPath := filepath.Join(certDir, clientKeyTmpFile)
-	keyPEM, _, err := keyutil.LoadOrGenerateKeyFile(keyPath)
+	store, err := certificate.NewFileStore(clientCertPrefix, certDir, certDir, "", "")
 	if err != nil {
-		return fmt.Errorf("loading or generating the client key %s: %w", keyPath, err)
+		return fmt.Errorf("opening the client certificate store in %s: %w", certDir, err)
+	}
+	keyPEM, err := bootstrapKey(store, certDir)
+	if err != nil {
+		return err
 	}
 	parsed, err := keyutil.ParsePrivateKeyPEM(keyPEM)
 	if err != nil {
-		return fmt.Errorf("reading the client key %s: %w", keyPath, err)
+		return fmt.Errorf("reading the client key: %w", err)
 	}
 	key, ok := parsed.(crypto.Signer)
 	if !ok {
-		return fmt.Errorf("the client key %s cannot sign", keyPath)
+		return errors.New("the client key cannot sign")
 	}
 	certPEM, err := requestClientCertificate(ctx, client, key, nodeName)
 	if err != nil {
@@ -110,13 +110,10 @@ func Bootstrap(ctx context.Context, kubeconfigPath, bootstrapPath, certDir, node
 	if err != nil {
 		return err
 	}
-	store, err := certificate.NewFileStore(clientCertPrefix, certDir, certDir, "", "")
-	if err != nil {
-		return fmt.Errorf("opening the client certificate store in %s: %w", certDir, err)
-	}
 	if _, err := store.Update(certPEM, keyPEM); err != nil {
 		return fmt.Errorf("storing the client certificate in %s: %w", certDir, err)
 	}
+	keyPath := filepath.Join(certDir, clientKeyTmpFile)
 	if err := os.Remove(keyPath); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("removing the stored client key %s: %w", keyPath, err)
 	}
@@ -146,6 +143,30 @@ func Bootstrap(ctx context.Context, kubeconfigPath, bootstrapPath, certDir, node
 	}
 	logger.Info("client certificate issued", "node", nodeName, "kubeconfig", kubeconfigPath, "certificate", certPath)
 	return nil
+}
+
+// bootstrapKey is the key a bootstrap asks with, as upstream's: the key
+// of store's current pair when it has one (its certificate expired or
+// not: a kubelet whose certificate expired keeps its key), else the one
+// kept in <certDir>/kubelet-client.key.tmp, made there when missing; it
+// waits there until its certificate is issued and names the request, so
+// a kubelet restarted while its request is pending waits for that
+// request rather than making another. A pair that cannot be loaded, or
+// whose key cannot be encoded, is passed over as upstream's does.
+func bootstrapKey(store certificate.Store, certDir string) ([]byte, error) {
+	if pair, err := store.Current(); err == nil && pair.PrivateKey != nil {
+		if keyPEM, err := keyutil.MarshalPrivateKeyToPEM(pair.PrivateKey); err == nil {
+			if _, err := keyutil.ParsePrivateKeyPEM(keyPEM); err == nil {
+				return keyPEM, nil
+			}
+		}
+	}
+	keyPath := filepath.Join(certDir, clientKeyTmpFile)
+	keyPEM, _, err := keyutil.LoadOrGenerateKeyFile(keyPath)
+	if err != nil {
+		return nil, fmt.Errorf("loading or generating the client key %s: %w", keyPath, err)
+	}
+	return keyPEM, nil
 }
 
 // validKubeconfig reports whether path is a kubeconfig whose client
