@@ -72,6 +72,15 @@ const aliceToken = "alice-secret-token"
 
 func start(t *testing.T, nodes int, configure ...func(dir string, o *cluster.AuthOptions)) *env {
 	t.Helper()
+	return startCluster(t, nodes, false, configure...)
+}
+
+// startCluster is start, with the controller manager run in-process when
+// controllerManager is set (as `kubeproof up` runs it): its
+// clusterrole-aggregation controller is what gives the bootstrap admin,
+// edit and view roles their rules, which the RBAC authorizer reads.
+func startCluster(t *testing.T, nodes int, controllerManager bool, configure ...func(dir string, o *cluster.AuthOptions)) *env {
+	t.Helper()
 	dir := t.TempDir()
 	tokens := filepath.Join(dir, "tokens.csv")
 	if err := os.WriteFile(tokens, []byte(aliceToken+",alice,1001,\"devs\"\n"), 0o600); err != nil {
@@ -83,7 +92,7 @@ func start(t *testing.T, nodes int, configure ...func(dir string, o *cluster.Aut
 	}
 	c, err := cluster.Start(context.Background(), cluster.Config{
 		DataDir: filepath.Join(dir, "data"), BindAddress: "127.0.0.1:0", WatchCache: true, UnsafeNoFsync: true,
-		CompactionInterval: -1, Scheduler: nodes > 0, Nodes: nodes, Auth: opts,
+		CompactionInterval: -1, Scheduler: nodes > 0, Nodes: nodes, Auth: opts, ControllerManager: controllerManager,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -129,7 +138,9 @@ func (e *env) run(t *testing.T, args ...string) (string, string, error) {
 }
 
 func TestKubectlUnderRBAC(t *testing.T) {
-	e := start(t, 0)
+	// With the controller manager: "view", bound below, grants only the
+	// rules its clusterrole-aggregation controller writes into it.
+	e := startCluster(t, 0, true)
 
 	// whoami: the admin certificate, the token file's alice, impersonation.
 	out := must(t)(e.kubectl(t, "auth", "whoami", "-o", "json"))
@@ -172,7 +183,8 @@ func TestKubectlUnderRBAC(t *testing.T) {
 		t.Errorf("alice can-i --list:\n%s", out)
 	}
 
-	// Granting view in default changes every answer.
+	// Granting view in default changes every answer (once the
+	// clusterrole-aggregation controller has written view's rules).
 	must(t)(e.kubectl(t, "create", "rolebinding", "alice-view", "--clusterrole=view", "--user=alice", "-n", "default"))
 	waitFor(t, "alice can list pods", func() bool {
 		out, _, err := e.kubectlToken(t, aliceToken, "auth", "can-i", "list", "pods")

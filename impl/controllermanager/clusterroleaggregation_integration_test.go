@@ -5,6 +5,7 @@ import (
 	"sync"
 	"testing"
 
+	authorizationv1 "k8s.io/api/authorization/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -19,7 +20,10 @@ import (
 // ClusterRole it selects, a second labelled role's rules are appended
 // after them, the bootstrap "view" role (aggregated from
 // system:aggregate-to-view) gets its rules written, and rules leave the
-// aggregate with the label or the role that brought them.
+// aggregate with the label or the role that brought them. The API
+// server's RBAC authorizer reads only the stored rules: a user bound to
+// the aggregated role is refused what the labelled role grants until the
+// controller has written it, then allowed.
 func TestClusterRoleAggregationUnderRBAC(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts an API server")
@@ -40,6 +44,33 @@ func TestClusterRoleAggregationUnderRBAC(t *testing.T) {
 	if _, err := roles.Create(ctx, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "monitor-pods", Labels: selector.MatchLabels},
 		Rules: []rbacv1.PolicyRule{podsRule}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
+	}
+	// User "mon" is bound to monitor and, later, to a marker role created
+	// after monitor-pods: once the marker's rule is granted, the
+	// authorizer has seen monitor-pods and mon's binding to monitor.
+	markerRule := rbacv1.PolicyRule{Verbs: []string{"get"}, APIGroups: []string{""}, Resources: []string{"configmaps"}}
+	if _, err := roles.Create(ctx, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "marker"},
+		Rules: []rbacv1.PolicyRule{markerRule}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, role := range []string{"monitor", "marker"} {
+		if _, err := admin.RbacV1().ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "mon-" + role},
+			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role},
+			Subjects: []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: "mon"}}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	monMay := func(verb, resource string) (bool, error) {
+		r, err := admin.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+			User: "mon", ResourceAttributes: &authorizationv1.ResourceAttributes{Verb: verb, Resource: resource, Namespace: "default"}}}, metav1.CreateOptions{})
+		if err != nil {
+			return false, err
+		}
+		return r.Status.Allowed, nil
+	}
+	eventually(t, "the authorizer sees the marker binding", func() (bool, error) { return monMay("get", "configmaps") })
+	if allowed, err := monMay("list", "pods"); err != nil || allowed {
+		t.Fatalf("before the controller ran, mon may list pods through monitor: %v %v; want refused", allowed, err)
 	}
 
 	cfg := controllermanager.DefaultConfig()
@@ -72,6 +103,7 @@ func TestClusterRoleAggregationUnderRBAC(t *testing.T) {
 		}
 	}
 	eventually(t, "monitor gets monitor-pods' rule", rulesOf("monitor", []rbacv1.PolicyRule{podsRule}))
+	eventually(t, "mon may list pods once monitor's rules are written", func() (bool, error) { return monMay("list", "pods") })
 
 	nodesRule := rbacv1.PolicyRule{Verbs: []string{"get"}, APIGroups: []string{""}, Resources: []string{"nodes"}}
 	if _, err := roles.Create(ctx, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "monitor-z-nodes", Labels: selector.MatchLabels},
@@ -127,4 +159,5 @@ func TestClusterRoleAggregationUnderRBAC(t *testing.T) {
 		t.Fatal(err)
 	}
 	eventually(t, "a deleted role's rule leaves monitor", rulesOf("monitor", nil))
+	eventually(t, "mon may no longer list pods", func() (bool, error) { allowed, err := monMay("list", "pods"); return !allowed, err })
 }
