@@ -409,6 +409,7 @@ func New(cfg Config) (*Server, error) {
 		Codecs: codecs, Admission: chain, MaxBodyBytes: cfg.MaxRequestBodyBytes,
 		MinRequestTimeout: cfg.MinRequestTimeout, WatchStarted: m.WatchStarted,
 		StoragePathPrefix: cfg.EtcdPrefix,
+		ServedVersion:     majorMinor(cfg.GitVersion),
 	}
 	prefixes := storagePrefixes(cfg.Resources)
 	stores := map[schema.GroupVersionResource]storage.Interface{}

@@ -138,7 +138,9 @@ func servedHandler(t testing.TB, resourceName string) (*Handler, *memStore) {
 type reply struct {
 	code    int
 	body    []byte
-	warning string
+	warning string // the first Warning header
+	// warnings are all the Warning headers, in order.
+	warnings []string
 }
 
 func do(h *Handler, method, path, contentType, body string) reply {
@@ -149,7 +151,7 @@ func do(h *Handler, method, path, contentType, body string) reply {
 	r.Header.Set("User-Agent", "tester/1.0 (linux)")
 	w := httptest.NewRecorder()
 	h.ServeHTTP(w, r)
-	return reply{code: w.Code, body: w.Body.Bytes(), warning: w.Header().Get("Warning")}
+	return reply{code: w.Code, body: w.Body.Bytes(), warning: w.Header().Get("Warning"), warnings: w.Header().Values("Warning")}
 }
 
 func (r reply) status(t *testing.T) metav1.Status {

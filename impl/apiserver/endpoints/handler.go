@@ -51,6 +51,11 @@ type Options struct {
 	// StoragePathPrefix is the etcd prefix of every key, named in
 	// kube-apiserver's precondition errors ("/registry" when empty).
 	StoragePathPrefix string
+	// ServedVersion is the Kubernetes major and minor version the server
+	// reports, against which a kind's deprecation release is compared;
+	// zero counts as past every deprecation, as kube-apiserver's check
+	// without version information.
+	ServedVersion [2]int
 }
 
 // Handler serves one resource.
@@ -70,6 +75,10 @@ type Handler struct {
 	// empty is the kind's empty object, the live object of every create's
 	// field manager call (trackCreate). It is shared: nothing may change it.
 	empty runtime.Object
+	// deprecation is the warning every request gets when the kind is
+	// deprecated at the served version (deprecationWarning), and
+	// deprecationHeader the same as a Warning header; empty otherwise.
+	deprecation, deprecationHeader string
 }
 
 // NewHandler builds the handler of res stored in store under key prefix
@@ -83,6 +92,8 @@ func NewHandler(res *resource.Resource, store storage.Interface, prefix string, 
 		encodings:   newSharedEncodings(),
 		empty:       res.New(),
 	}
+	h.deprecation = deprecationWarning(h.gvk, h.empty, opts.ServedVersion[0], opts.ServedVersion[1])
+	h.deprecationHeader = deprecationHeader(h.gvk, h.empty, opts.ServedVersion[0], opts.ServedVersion[1])
 	h.isNamespace = h.gr == schema.GroupResource{Resource: "namespaces"}
 	h.isPod = h.gr == schema.GroupResource{Resource: "pods"}
 	if _, f, err := res.Strategy.GetAttrs(res.New()); err == nil {
@@ -111,6 +122,11 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		w, r = collectWarnings(w, r)
+		// first of a write's warnings, as kube-apiserver adds it before
+		// its handler runs; collected so that it is capped with them.
+		request.AddWarning(r.Context(), h.deprecation)
+	} else if h.deprecationHeader != "" {
+		w.Header().Add("Warning", h.deprecationHeader)
 	}
 	if err := h.serve(w, r, info); err != nil {
 		WriteStatusError(w, r, h.opts.Codecs, ToStatusError(err, storageVerb(info.Verb), h.gr, info.Name))
