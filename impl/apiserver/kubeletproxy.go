@@ -128,25 +128,25 @@ func (s *Server) serveKubeletSubresource(w http.ResponseWriter, r *http.Request,
 	switch {
 	case info.Resource == "pods" && info.Subresource == "log" && len(info.Parts) == 3:
 		if info.Verb != "get" {
-			err = apierrors.NewMethodNotSupported(gr, info.Verb)
+			err = endpoints.MethodNotAllowed()
 			break
 		}
 		err = s.kubeletProxy.PodLog(w, r, info.Namespace, info.Name)
 	case info.Resource == "pods" && info.Subresource == "exec" && len(info.Parts) == 3:
 		if info.Verb != "get" && info.Verb != "create" {
-			err = apierrors.NewMethodNotSupported(gr, info.Verb)
+			err = endpoints.MethodNotAllowed()
 			break
 		}
 		err = s.kubeletProxy.PodExec(w, r, info.Namespace, info.Name)
 	case info.Resource == "pods" && info.Subresource == "attach" && len(info.Parts) == 3:
 		if info.Verb != "get" && info.Verb != "create" {
-			err = apierrors.NewMethodNotSupported(gr, info.Verb)
+			err = endpoints.MethodNotAllowed()
 			break
 		}
 		err = s.kubeletProxy.PodAttach(w, r, info.Namespace, info.Name)
 	case info.Resource == "pods" && info.Subresource == "portforward" && len(info.Parts) == 3:
 		if info.Verb != "get" && info.Verb != "create" {
-			err = apierrors.NewMethodNotSupported(gr, info.Verb)
+			err = endpoints.MethodNotAllowed()
 			break
 		}
 		err = s.kubeletProxy.PodPortForward(w, r, info.Namespace, info.Name)

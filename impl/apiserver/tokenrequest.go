@@ -57,7 +57,7 @@ func (s *Server) serveTokenRequest(w http.ResponseWriter, r *http.Request, gv sc
 		return true
 	}
 	if info.Verb != "create" {
-		endpoints.WriteStatusError(w, r, s.codecs, apierrors.NewMethodNotSupported(tokenRequestGR, info.Verb))
+		endpoints.WriteStatusError(w, r, s.codecs, endpoints.MethodNotAllowed())
 		return true
 	}
 	// Warnings (admission plugins', a shortened expiration's) go out as

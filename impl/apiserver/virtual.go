@@ -85,7 +85,7 @@ func (s *Server) serveVirtual(w http.ResponseWriter, r *http.Request, gv schema.
 		// Only the collection is served (POST /…/<resource>).
 		s.notFound(w, r)
 	case info.Verb != "create":
-		endpoints.WriteStatusError(w, r, s.codecs, apierrors.NewMethodNotSupported(gr, info.Verb))
+		endpoints.WriteStatusError(w, r, s.codecs, endpoints.MethodNotAllowed())
 	default:
 		in := v.newObj()
 		if err := s.readObject(w, r, v.gvr.GroupVersion().WithKind(v.kind), in, nil); err != nil {

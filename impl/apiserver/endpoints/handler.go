@@ -182,7 +182,7 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request, info *request.In
 			return notFoundPath()
 		}
 		if info.Verb != "create" {
-			return apierrors.NewMethodNotSupported(schema.GroupResource{Resource: "pods/binding"}, info.Verb)
+			return MethodNotAllowed()
 		}
 		return h.bind(w, r, info)
 	case "finalize":
@@ -190,7 +190,7 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request, info *request.In
 			return notFoundPath()
 		}
 		if info.Verb != "update" {
-			return apierrors.NewMethodNotSupported(schema.GroupResource{Resource: "namespaces/finalize"}, info.Verb)
+			return MethodNotAllowed()
 		}
 		return h.serveSubresource(w, r, info, modeFinalize)
 	}
@@ -216,7 +216,7 @@ func (h *Handler) hasVerb(v string) bool {
 
 func (h *Handler) serveMain(w http.ResponseWriter, r *http.Request, info *request.Info) error {
 	if !h.hasVerb(info.Verb) {
-		return apierrors.NewMethodNotSupported(h.gr, info.Verb)
+		return MethodNotAllowed()
 	}
 	switch info.Verb {
 	case "get":
@@ -227,7 +227,7 @@ func (h *Handler) serveMain(w http.ResponseWriter, r *http.Request, info *reques
 		return h.watch(w, r, info)
 	case "create":
 		if info.Name != "" {
-			return apierrors.NewMethodNotSupported(h.gr, "create")
+			return MethodNotAllowed()
 		}
 		return h.create(w, r, info)
 	case "update":
@@ -239,7 +239,7 @@ func (h *Handler) serveMain(w http.ResponseWriter, r *http.Request, info *reques
 	case "deletecollection":
 		return h.deleteCollection(w, r, info)
 	}
-	return apierrors.NewMethodNotSupported(h.gr, info.Verb)
+	return MethodNotAllowed()
 }
 
 func (h *Handler) serveSubresource(w http.ResponseWriter, r *http.Request, info *request.Info, m mode) error {
@@ -257,7 +257,7 @@ func (h *Handler) serveSubresource(w http.ResponseWriter, r *http.Request, info 
 		}
 		return h.patch(w, r, info, m)
 	}
-	return apierrors.NewMethodNotSupported(schema.GroupResource{Group: h.gr.Group, Resource: h.gr.Resource + "/" + info.Subresource}, info.Verb)
+	return MethodNotAllowed()
 }
 
 // objectKey is the storage key of one object; names that cannot be a path

@@ -252,3 +252,13 @@ func cutWarning(text string) string {
 	}
 	return string([]rune(text)[:warningRunes])
 }
+
+// MethodNotAllowed is the answer to a method no route of a resource path
+// serves: one outside the six verbs' methods, a verb the resource or
+// subresource does not have, a POST naming an object. kube-apiserver
+// registers a route per served verb, so its router answers these before
+// any handler, with the generic 405 Status (no resource named in the
+// message or the details).
+func MethodNotAllowed() *apierrors.StatusError {
+	return apierrors.NewGenericServerResponse(http.StatusMethodNotAllowed, "", schema.GroupResource{}, "", "", 0, false)
+}
