@@ -76,7 +76,9 @@ func WithAudit(next http.Handler, cfg Config) http.Handler {
 		}
 		rec := &recorder{cfg: cfg, decision: d, ev: newEvent(r, id, info, user, d.Level, received)}
 		w.Header().Set(HeaderAuditID, string(rec.ev.AuditID))
-		if !d.Level.Less(LevelRequest) && r.Body != nil && r.Body != http.NoBody {
+		// Only a patch records its body as sent; the other verbs record
+		// what their handler decoded (LogRequestObject, LogRequestOptions).
+		if !d.Level.Less(LevelRequest) && rec.ev.Verb == "patch" && r.Body != nil && r.Body != http.NoBody {
 			rec.captureRequest(r)
 		}
 		if !rec.emit(StageRequestReceived, nil) {
@@ -192,11 +194,11 @@ type recorder struct {
 	ev          *Event
 	requestBody json.RawMessage
 	// objectLogged: the handler decoded the body (LogRequestObject,
-	// LogRequestBody).
+	// LogRequestOptions).
 	objectLogged bool
 	// requestObject is the decoded object encoded again
-	// (LogRequestObject): a create's or an update's requestObject, where
-	// the other verbs record requestBody.
+	// (LogRequestObject, LogRequestOptions): the requestObject of every
+	// verb but patch, which records requestBody.
 	requestObject json.RawMessage
 	finished      bool
 	// latency accumulates the request's layer latencies, and excluded
@@ -338,7 +340,7 @@ var connectSubresources = map[string]bool{"proxy": true, "exec": true, "attach":
 // kube-apiserver's handlers record it: a create's or an update's once it
 // has been decoded (LogRequestObject: the decoded object encoded again),
 // a delete's or deletecollection's once it has been decoded to
-// DeleteOptions (LogRequestBody: kubeproof keeps the JSON body as sent),
+// DeleteOptions (LogRequestOptions: the options encoded again),
 // a patch's as sent, nothing of connect requests or of other verbs.
 // The RequestReceived event, before any handler, has none. decoded says
 // the handler logged the decoded body.
@@ -366,7 +368,7 @@ func (rec *recorder) emit(s Stage, fill func(ev *Event)) bool {
 	ev := *rec.ev
 	decoded := rec.objectLogged
 	body := rec.requestBody
-	if ev.Verb == "create" || ev.Verb == "update" {
+	if ev.Verb != "patch" {
 		body = rec.requestObject
 	}
 	if rec.ev.Annotations != nil {

@@ -157,15 +157,17 @@ func TestRequestAndRequestResponseLevels(t *testing.T) {
 // TestRequestObjectOnlyOnceHandled: as kube-apiserver, a create's or an
 // update's body is recorded once the handler has decoded it (not when it
 // is refused before), a delete's or deletecollection's once the handler
-// has decoded it to DeleteOptions (LogRequestBody), a patch's as sent, and
+// has decoded it to DeleteOptions (LogRequestOptions: what its encoder
+// returns, not the body as sent), a patch's as sent, and
 // the body of a connect request (proxy, exec, attach, portforward) never.
 func TestRequestObjectOnlyOnceHandled(t *testing.T) {
 	events, _ := serve(t, policyAt(LevelRequest), createPod(podJSON, "application/json"), created(t))
 	if ev := events[len(events)-1]; ev.RequestObject != nil {
 		t.Errorf("create not decoded: requestObject %s, want none", ev.RequestObject)
 	}
+	const opts = `{"kind":"DeleteOptions","apiVersion":"meta.k8s.io/__internal"}`
 	decoding := func(w http.ResponseWriter, r *http.Request) {
-		LogRequestBody(r.Context())
+		LogRequestOptions(r.Context(), func(bool) ([]byte, error) { return []byte(opts), nil })
 		created(t)(w, r)
 	}
 	for _, tc := range []struct {
@@ -192,6 +194,9 @@ func TestRequestObjectOnlyOnceHandled(t *testing.T) {
 		events, _ := serve(t, policyAt(LevelRequest), r, h)
 		if got := events[len(events)-1].RequestObject != nil; got != tc.want {
 			t.Errorf("%s %s (decoded %v): requestObject %s, recorded %v want %v", tc.method, tc.path, tc.decoded, events[len(events)-1].RequestObject, got, tc.want)
+		}
+		if got := string(events[len(events)-1].RequestObject); tc.decoded && tc.want && got != opts {
+			t.Errorf("%s %s: requestObject %s, want the encoder's %s", tc.method, tc.path, got, opts)
 		}
 	}
 }

@@ -65,18 +65,32 @@ func LogRequestObject(ctx context.Context, obj metav1.Object, encode RequestObje
 	rec.requestObject = encoded
 }
 
-// LogRequestBody marks the request body of the audited request ctx belongs
-// to as decoded, for a body that is no object with metadata: a delete's
-// or deletecollection's once it decoded to DeleteOptions, as
-// kube-apiserver's delete handlers log it. From then on the body is
-// recorded at the Request level and above; one that did not decode is
-// not. It does nothing when the request is not audited.
-func LogRequestBody(ctx context.Context) {
+// LogRequestOptions records the options a delete's or deletecollection's
+// body decoded to as the requestObject of the audited request ctx belongs
+// to, as kube-apiserver's delete handlers log the decoded DeleteOptions:
+// from then on, at the Request level and above, the requestObject is what
+// encode returns (the options encoded again, so a protobuf body is
+// recorded too); encode is not called below that level, and when it
+// fails nothing is recorded. The objectRef stays the path's
+// (DeleteOptions has no metadata). A body that did not decode, and a
+// delete without a body, are not logged. It does nothing when the
+// request is not audited.
+func LogRequestOptions(ctx context.Context, encode RequestObjectEncoder) {
 	rec := recorderFrom(ctx)
 	if rec == nil {
 		return
 	}
+	var encoded json.RawMessage
+	if !rec.decision.Level.Less(LevelRequest) && encode != nil {
+		js, err := encode(rec.decision.OmitManagedFields)
+		if err != nil {
+			slog.Error("encoding the audited request options", "auditID", rec.ev.AuditID, "err", err)
+			return
+		}
+		encoded = js
+	}
 	rec.mu.Lock()
 	rec.objectLogged = true
+	rec.requestObject = encoded
 	rec.mu.Unlock()
 }

@@ -35,8 +35,8 @@
 // LogRequestObject (the create and update handlers, once the body is
 // decoded: objectRef's namespace, name, uid and resourceVersion the path
 // left empty, and the requestObject, that object encoded again) and
-// LogRequestBody (the delete handlers, once the body
-// decoded to DeleteOptions). responseStatus is the HTTP code with the fields of a Status
+// LogRequestOptions (the delete handlers, once the body
+// decoded to DeleteOptions, encoded again). responseStatus is the HTTP code with the fields of a Status
 // answer, success ones too, as kube-apiserver's LogResponseObject.
 package audit
 

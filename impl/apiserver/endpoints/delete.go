@@ -17,6 +17,7 @@ import (
 
 	"github.com/kubeproof/kubeproof/impl/apiserver/admission"
 	"github.com/kubeproof/kubeproof/impl/apiserver/audit"
+	"github.com/kubeproof/kubeproof/impl/apiserver/codec"
 	"github.com/kubeproof/kubeproof/impl/apiserver/request"
 	"github.com/kubeproof/kubeproof/impl/storage"
 )
@@ -39,18 +40,13 @@ func (h *Handler) deleteOptions(w http.ResponseWriter, r *http.Request) (*metav1
 		if err != nil {
 			return nil, err
 		}
-		def := schema.GroupVersionKind{Version: "v1", Kind: "DeleteOptions"}
-		obj, _, err := info.Serializer.Decode(body, &def, opts)
+		gv, err := codec.DecodeDeleteOptions(info.MediaType, body, opts)
 		if err != nil {
 			return nil, apierrors.NewBadRequest(err.Error())
 		}
-		var ok bool
-		if opts, ok = obj.(*metav1.DeleteOptions); !ok {
-			return nil, apierrors.NewBadRequest("the body of a delete must be DeleteOptions")
-		}
-		// As kube-apiserver: the body is audited once decoded, before
-		// the options are validated.
-		audit.LogRequestBody(r.Context())
+		// As kube-apiserver: the options are audited once decoded
+		// (encoded again, not as sent), before they are validated.
+		audit.LogRequestOptions(r.Context(), codec.DeleteOptionsJSON(opts, gv))
 	}
 	// As kube-apiserver, the query's options are read only when there is
 	// no body: a body is the options, whatever the query says.

@@ -10,6 +10,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	policyv1beta1 "k8s.io/api/policy/v1beta1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -91,11 +92,14 @@ func (h *Handler) Serve(w http.ResponseWriter, r *http.Request, gv schema.GroupV
 		return true
 	}
 	ev := &policyv1.Eviction{}
-	if err := h.read(w, r, ev, fieldValidation); err != nil {
+	decoded, bodyGV, err := h.read(w, r, ev, fieldValidation)
+	if err != nil {
 		endpoints.WriteError(w, r, h.codecs, err, evictGR, info.Name)
 		return true
 	}
-	audit.LogRequestObject(r.Context(), ev, h.codecs.RequestObjectJSON(ev, policyv1.SchemeGroupVersion, nil))
+	// Recorded in the body's group version, as kube-apiserver's create
+	// handler records what it decoded.
+	audit.LogRequestObject(r.Context(), ev, h.codecs.RequestObjectJSON(decoded, bodyGV, nil))
 	// Admitted as a create of pods/eviction (a dry run as its ?dryRun
 	// says) before anything is read or written, as kube-apiserver's; the
 	// name check between the phases is where its eviction REST makes it,
@@ -135,12 +139,16 @@ func propagateDryRun(ev *policyv1.Eviction, dryRun []string) error {
 	return nil
 }
 
-// read decodes a policy/v1 Eviction body (errors are 400/413/415) under
-// the fieldValidation directive: unknown or duplicate fields are a 400
-// under Strict, warnings under Warn, ignored under Ignore.
-func (h *Handler) read(w http.ResponseWriter, r *http.Request, into *policyv1.Eviction, fieldValidation string) error {
+// read decodes an Eviction body (errors are 400/413/415) under the
+// fieldValidation directive: unknown or duplicate fields are a 400 under
+// Strict, warnings under Warn, ignored under Ignore. As kube-apiserver's
+// eviction, a policy/v1beta1 Eviction is accepted as well as a policy/v1
+// one (both have the same fields, copied into into); it returns the object
+// the body decoded to (into, or the policy/v1beta1 Eviction) and the body's
+// group version, which the audit event records.
+func (h *Handler) read(w http.ResponseWriter, r *http.Request, into *policyv1.Eviction, fieldValidation string) (runtime.Object, schema.GroupVersion, error) {
 	if h.maxBody > 0 && r.ContentLength > h.maxBody {
-		return apierrors.NewRequestEntityTooLargeError(fmt.Sprintf("limit is %d", h.maxBody))
+		return nil, schema.GroupVersion{}, apierrors.NewRequestEntityTooLargeError(fmt.Sprintf("limit is %d", h.maxBody))
 	}
 	body := r.Body
 	if h.maxBody > 0 {
@@ -150,16 +158,16 @@ func (h *Handler) read(w http.ResponseWriter, r *http.Request, into *policyv1.Ev
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
-			return apierrors.NewRequestEntityTooLargeError(fmt.Sprintf("limit is %d", h.maxBody))
+			return nil, schema.GroupVersion{}, apierrors.NewRequestEntityTooLargeError(fmt.Sprintf("limit is %d", h.maxBody))
 		}
-		return apierrors.NewBadRequest(fmt.Sprintf("reading request body: %v", err))
+		return nil, schema.GroupVersion{}, apierrors.NewBadRequest(fmt.Sprintf("reading request body: %v", err))
 	}
 	if len(data) == 0 {
-		return apierrors.NewBadRequest("the body of the request was empty")
+		return nil, schema.GroupVersion{}, apierrors.NewBadRequest("the body of the request was empty")
 	}
 	info, err := h.codecs.RequestSerializer(r.Header.Get("Content-Type"))
 	if err != nil {
-		return err
+		return nil, schema.GroupVersion{}, err
 	}
 	dec := info.Serializer
 	if fieldValidation != metav1.FieldValidationIgnore && info.StrictSerializer != nil {
@@ -174,12 +182,17 @@ func (h *Handler) read(w http.ResponseWriter, r *http.Request, into *policyv1.Ev
 		err = nil
 	}
 	if err != nil {
-		return apierrors.NewBadRequest(err.Error())
+		return nil, schema.GroupVersion{}, apierrors.NewBadRequest(err.Error())
+	}
+	decoded := obj
+	if old, ok := obj.(*policyv1beta1.Eviction); ok {
+		into.ObjectMeta, into.DeleteOptions = old.ObjectMeta, old.DeleteOptions
+		obj = into
 	}
 	if gvk == nil || gvk.Kind != "Eviction" || gvk.Group != policyv1.GroupName || obj != runtime.Object(into) {
-		return apierrors.NewBadRequest(fmt.Sprintf("the body of the request is not a %s", want))
+		return nil, schema.GroupVersion{}, apierrors.NewBadRequest(fmt.Sprintf("the body of the request is not a %s", want))
 	}
-	return nil
+	return decoded, gvk.GroupVersion(), nil
 }
 
 // write answers obj in target, the media type Serve negotiated.
