@@ -340,7 +340,12 @@ func newKubeletCommand() *cobra.Command {
 			if rotateServerCerts {
 				// The node's addresses as its status has them, as
 				// upstream's: no request until the first status is posted.
-				m, err := kubelet.NewServingCertificateManager(certDir, nodeName, k.NodeAddresses, logger)
+				// --tls-cert-file's certificate, if any, is served until
+				// one is issued, as upstream's.
+				m, err := kubelet.NewServingCertificateManager(kubelet.ServingCertificateManagerConfig{
+					CertDir: certDir, NodeName: nodeName, Addresses: k.NodeAddresses,
+					TLSCertFile: tlsCert, TLSKeyFile: tlsKey, Logger: logger,
+				})
 				if err != nil {
 					return err
 				}
@@ -382,7 +387,7 @@ func newKubeletCommand() *cobra.Command {
 	fs.StringVar(&bootstrapKubeconfig, "bootstrap-kubeconfig", "", "Path to a kubeconfig (normally with a bootstrap token) used to obtain a client certificate when --kubeconfig does not exist or its certificate expired; --kubeconfig is then written with it.")
 	fs.StringVar(&certDir, "cert-dir", kubelet.DefaultCertDir, "The directory where the TLS certs are located: the bootstrapped (and rotated) client certificate and key kubelet-client-<timestamp>.pem behind kubelet-client-current.pem, which the written --kubeconfig names; without --tls-cert-file, the self-signed serving certificate kubelet.crt and kubelet.key (generated when they do not load). If --tls-cert-file and --tls-private-key-file are provided, this flag will be ignored for them.")
 	fs.BoolVar(&rotateCerts, "rotate-certificates", false, "Auto rotate the kubelet client certificates by requesting new certificates from the kube-apiserver when the certificate expiration approaches (KubeletConfiguration's rotateCertificates): at 70-90% of its lifetime a new key and a CertificateSigningRequest for the kubernetes.io/kube-apiserver-client-kubelet signer, the issued certificate stored in --cert-dir's kubelet-client-current.pem and used by the client's next connections.")
-	fs.BoolVar(&rotateServerCerts, "rotate-server-certificates", false, "Auto-request and rotate the kubelet serving certificates by requesting new certificates from the kube-apiserver when the certificate expiration approaches (KubeletConfiguration's serverTLSBootstrap): CertificateSigningRequests for the kubernetes.io/kubelet-serving signer with the addresses of the node's status as SANs (its hostname as a DNS name, its IP as an IP address; asked again when they change), which a user must approve (kubectl certificate approve); the kubelet API serves the issued certificate (kept in --cert-dir's kubelet-server-current.pem) and refuses handshakes until one is issued. --tls-cert-file is then not used.")
+	fs.BoolVar(&rotateServerCerts, "rotate-server-certificates", false, "Auto-request and rotate the kubelet serving certificates by requesting new certificates from the kube-apiserver when the certificate expiration approaches (KubeletConfiguration's serverTLSBootstrap): CertificateSigningRequests for the kubernetes.io/kubelet-serving signer with the addresses of the node's status as SANs (its hostname as a DNS name, its IP as an IP address; asked again when they change), which a user must approve (kubectl certificate approve); the kubelet API serves the issued certificate (kept in --cert-dir's kubelet-server-current.pem); until one is, --tls-cert-file's (with --tls-private-key-file) while it is valid, else it refuses handshakes.")
 	fs.StringVar(&nodeName, "node-name", "", "Name of the Node to register.")
 	fs.StringVar(&nodeName, "hostname-override", "", "Same as --node-name (upstream's flag name).")
 	fs.StringVar(&runtimeName, "runtime", "sim", "Container runtime: sim (in-process simulation) or cri (a CRI v1 runtime at --cri-endpoint).")

@@ -247,6 +247,11 @@ type CertificateManagerConfig struct {
 	// CertDir is --cert-dir; Prefix names the files
 	// (<Prefix>-<timestamp>.pem, <Prefix>-current.pem).
 	CertDir, Prefix string
+	// CertFile and KeyFile, when <Prefix>-current.pem is missing, are
+	// the pair loaded instead (then <CertDir>/<Prefix>.crt and .key), as
+	// upstream's file store's fallback: the serving certificate's
+	// --tls-cert-file and --tls-private-key-file.
+	CertFile, KeyFile string
 	// SignerName and Template are the requests' signer and subject;
 	// GetTemplate, when set, is asked for the template at each request
 	// and each second (templateCheckPeriod) instead, as upstream's
@@ -310,7 +315,7 @@ func NewCertificateManager(cfg CertificateManagerConfig) (*CertificateManager, e
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	store, err := certificate.NewFileStore(cfg.Prefix, cfg.CertDir, cfg.CertDir, "", "")
+	store, err := certificate.NewFileStore(cfg.Prefix, cfg.CertDir, cfg.CertDir, cfg.CertFile, cfg.KeyFile)
 	if err != nil {
 		return nil, fmt.Errorf("opening the %s certificate store in %s: %w", cfg.Prefix, cfg.CertDir, err)
 	}
@@ -648,21 +653,39 @@ func NewClientCertificateManager(certDir, nodeName string, bootstrapCertPEM, boo
 	})
 }
 
+// ServingCertificateManagerConfig says which serving certificate
+// NewServingCertificateManager keeps current.
+type ServingCertificateManagerConfig struct {
+	// CertDir is --cert-dir, NodeName the node's name.
+	CertDir, NodeName string
+	// Addresses are the node's addresses the request asks for (as
+	// upstream's kubelet, those of the last node status it posted).
+	Addresses func() []v1.NodeAddress
+	// TLSCertFile and TLSKeyFile are --tls-cert-file and
+	// --tls-private-key-file: the certificate served until one is issued.
+	TLSCertFile, TLSKeyFile string
+	Logger                  *slog.Logger
+}
+
 // NewServingCertificateManager is serverTLSBootstrap's
 // (--rotate-server-certificates) manager: the kubelet API's certificate
 // from the kubernetes.io/kubelet-serving signer for the node's addresses
-// (ServingCertificateTemplate of what addresses returns, as upstream's
-// kubelet the addresses of the last node status it posted: none is no
-// request yet, changed ones a new request), in certDir's
-// kubelet-server-current.pem. Nothing approves such requests but a user
-// (kubectl certificate approve), as upstream.
-func NewServingCertificateManager(certDir, nodeName string, addresses func() []v1.NodeAddress, logger *slog.Logger) (*CertificateManager, error) {
+// (ServingCertificateTemplate of what cfg.Addresses returns: none is no
+// request yet, changed ones a new request), in cfg.CertDir's
+// kubelet-server-current.pem. Until that exists, as upstream's, the
+// certificate is --tls-cert-file's (cfg.TLSCertFile and TLSKeyFile, else
+// cert-dir's kubelet-server.crt and .key), served while valid and
+// replaced at once unless it is already what the request would ask.
+// Nothing approves such requests but a user (kubectl certificate
+// approve), as upstream.
+func NewServingCertificateManager(cfg ServingCertificateManagerConfig) (*CertificateManager, error) {
 	return NewCertificateManager(CertificateManagerConfig{
-		CertDir: certDir, Prefix: servingCertPrefix,
+		CertDir: cfg.CertDir, Prefix: servingCertPrefix,
+		CertFile: cfg.TLSCertFile, KeyFile: cfg.TLSKeyFile,
 		SignerName:  certificatesv1.KubeletServingSignerName,
-		GetTemplate: func() *x509.CertificateRequest { return ServingCertificateTemplate(nodeName, addresses()) },
+		GetTemplate: func() *x509.CertificateRequest { return ServingCertificateTemplate(cfg.NodeName, cfg.Addresses()) },
 		Usages:      []certificatesv1.KeyUsage{certificatesv1.UsageDigitalSignature, certificatesv1.UsageServerAuth},
-		Logger:      logger,
+		Logger:      cfg.Logger,
 	})
 }
 

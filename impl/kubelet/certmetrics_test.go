@@ -54,9 +54,9 @@ func TestCertificateManagerMetrics(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	servingMgr, err := NewServingCertificateManager(dir, node, func() []corev1.NodeAddress {
+	servingMgr, err := NewServingCertificateManager(ServingCertificateManagerConfig{CertDir: dir, NodeName: node, Addresses: func() []corev1.NodeAddress {
 		return []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "192.168.0.7"}}
-	}, nil)
+	}})
 	if err != nil {
 		t.Fatal(err)
 	}

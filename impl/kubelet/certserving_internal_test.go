@@ -44,12 +44,12 @@ func TestServingCertificateFollowsNodeAddresses(t *testing.T) {
 		defer mu.Unlock()
 		addresses = a
 	}
-	m, err := NewServingCertificateManager(t.TempDir(), "n1", func() []corev1.NodeAddress {
+	m, err := NewServingCertificateManager(ServingCertificateManagerConfig{CertDir: t.TempDir(), NodeName: "n1", Addresses: func() []corev1.NodeAddress {
 		mu.Lock()
 		defer mu.Unlock()
 		looked++
 		return slices.Clone(addresses)
-	}, nil)
+	}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -207,9 +207,9 @@ func (h countingHandler) WithGroup(string) slog.Handler      { return h }
 func TestTemplateChangeLoggedOnce(t *testing.T) {
 	var n atomic.Int32
 	logger := slog.New(countingHandler{msg: "certificate template changed, rotating", n: &n})
-	m, err := NewServingCertificateManager(t.TempDir(), "n1", func() []corev1.NodeAddress {
+	m, err := NewServingCertificateManager(ServingCertificateManagerConfig{CertDir: t.TempDir(), NodeName: "n1", Addresses: func() []corev1.NodeAddress {
 		return []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "10.0.0.1"}}
-	}, logger)
+	}, Logger: logger})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -88,15 +88,25 @@ func newResourceQuota(d *deps) (any, error) {
 
 var serviceResource = corev1.Resource("services")
 
-// quotaHandles tells which writes upstream's quota admission evaluates,
-// by the Handles of the evaluator for the resource: pods on create, on an
-// update that moves the pod into or out of the Terminating scope
-// (activeDeadlineSeconds set or removed; obj and old are the new and
-// stored pod) and on an update of their resize subresource (in-place
-// resize, charged by its growth); services on create and
-// update, any subresource (a type change changes their usage); events
-// never (ignored by quota); every other resource, counted by object, on
-// create, not of a subresource (serviceaccounts/token).
+// quotaHandles tells which writes the quota admission evaluates. As in
+// kube-apiserver since 1.33, the plugin skips no subresource itself (only
+// cluster-scoped writes and namespace creates; connects and deletes never
+// reach it): the evaluator of the resource decides, by its Handles. The
+// pod evaluator takes a create and an update into or out of the
+// Terminating scope (activeDeadlineSeconds set or removed; obj and old are
+// the new and stored pod) of the pod itself, and an update of pods/resize
+// (in-place resize, charged by its growth) — never status, binding,
+// eviction or ephemeralcontainers; the service evaluator every create and
+// update, of any subresource (a type change changes the usage;
+// services/status is charged, never refused: Validate); events are
+// ignored; every other resource's object-count evaluator a create.
+//
+// One choice is ours: a create of a subresource of such a resource —
+// serviceaccounts/token, the only one served — is not evaluated (a
+// TokenRequest creates no service account). Upstream's object-count
+// evaluator, in every version read, does not look at the subresource, so
+// kube-apiserver may charge a TokenRequest to count/serviceaccounts; that
+// is unconfirmed.
 func quotaHandles(gr schema.GroupResource, op Operation, subresource string, obj, old runtime.Object) bool {
 	switch gr {
 	case podResource:
@@ -119,8 +129,8 @@ func quotaHandles(gr schema.GroupResource, op Operation, subresource string, obj
 	case corev1.Resource("events"), schema.GroupResource{Group: "events.k8s.io", Resource: "events"}:
 		return false
 	}
-	// Upstream's quota admission ignores other subresources: a
-	// serviceaccounts/token create (a TokenRequest) creates nothing.
+	// A subresource's create (serviceaccounts/token) is not counted: see
+	// above.
 	return op == Create && subresource == ""
 }
 
