@@ -50,6 +50,10 @@ func namespaces(now func() time.Time) *resource.Resource {
 		New:      func() runtime.Object { return &corev1.Namespace{} },
 		NewList:  func() runtime.Object { return &corev1.NamespaceList{} },
 		Strategy: s,
+
+		// kube-apiserver's store answers a delete with the deleted object.
+		ReturnDeletedObject: true,
+
 		Status: statusStrategy[*corev1.Namespace]{s: s, k: statusKind[*corev1.Namespace]{
 			keep:     func(ns, old *corev1.Namespace) { ns.Spec = old.Spec },
 			validate: validateNamespaceStatus,

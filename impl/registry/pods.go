@@ -54,6 +54,10 @@ func pods(now func() time.Time) *resource.Resource {
 		New:      func() runtime.Object { return &corev1.Pod{} },
 		NewList:  func() runtime.Object { return &corev1.PodList{} },
 		Strategy: s,
+
+		// kube-apiserver's store answers a delete with the deleted object.
+		ReturnDeletedObject: true,
+
 		Status: statusStrategy[*corev1.Pod]{s: s, k: statusKind[*corev1.Pod]{
 			keep:     keepPodForStatusUpdate,
 			validate: validatePodStatusUpdate,

@@ -31,5 +31,8 @@ func serviceAccounts(now func() time.Time) *resource.Resource {
 		New:      func() runtime.Object { return &corev1.ServiceAccount{} },
 		NewList:  func() runtime.Object { return &corev1.ServiceAccountList{} },
 		Strategy: newStrategy(k, now),
+
+		// kube-apiserver's store answers a delete with the deleted object.
+		ReturnDeletedObject: true,
 	}
 }

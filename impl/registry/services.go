@@ -91,6 +91,10 @@ func services(now func() time.Time) *resource.Resource {
 		New:      func() runtime.Object { return &corev1.Service{} },
 		NewList:  func() runtime.Object { return &corev1.ServiceList{} },
 		Strategy: st,
+
+		// kube-apiserver's store answers a delete with the deleted object.
+		ReturnDeletedObject: true,
+
 		Status: statusStrategy[*corev1.Service]{s: st, k: statusKind[*corev1.Service]{
 			keep: func(s, old *corev1.Service) { s.Spec = old.Spec },
 			validate: func(s, old *corev1.Service) field.ErrorList {

@@ -107,9 +107,10 @@ func (h *Handler) delete(w http.ResponseWriter, r *http.Request, info *request.I
 
 // deleteResponse: an object still present (graceful deletion, finalizers)
 // is returned as is; a removed one as a success Status, except for kinds
-// that return the deleted object (pods, namespaces) as kube-apiserver does.
+// that return the deleted object (Resource.ReturnDeletedObject), stamped
+// by the storage with the deletion's revision, as kube-apiserver does.
 func (h *Handler) deleteResponse(out runtime.Object, deleted bool, code int) (runtime.Object, error) {
-	if !deleted || h.isPod || h.isNamespace {
+	if !deleted || h.res.ReturnDeletedObject {
 		if err := h.opts.Codecs.SetKind(out, h.res.GroupVersion); err != nil {
 			return nil, err
 		}
@@ -514,7 +515,6 @@ func (h *Handler) deleteCollection(w http.ResponseWriter, r *http.Request, info 
 	if err != nil {
 		return err
 	}
-	var deleted []runtime.Object
 	for _, item := range items {
 		m := accessor(item)
 		// iinfo keeps the request's namespace: each item is admitted
@@ -526,25 +526,20 @@ func (h *Handler) deleteCollection(w http.ResponseWriter, r *http.Request, info 
 			return err
 		}
 		o := opts.DeepCopy()
-		out, _, err := h.deleteObject(r.Context(), &iinfo, ikey, o, admitCollectionItem)
-		if apierrors.IsNotFound(err) {
-			continue
-		}
-		if err != nil {
+		_, _, err = h.deleteObject(r.Context(), &iinfo, ikey, o, admitCollectionItem)
+		if err != nil && !apierrors.IsNotFound(err) {
 			return err
 		}
-		deleted = append(deleted, out)
 	}
-	result := h.res.NewList()
-	if err := setList(result, deleted); err != nil {
-		return err
-	}
+	// As kube-apiserver's generic store, the answer is the list read to
+	// find the objects (its resourceVersion, each item as listed, one gone
+	// meanwhile included), not what the deletions returned.
 	done := transformTimer(target)
-	err = h.opts.Codecs.SetKind(result, h.res.GroupVersion)
+	err = h.opts.Codecs.SetKind(list, h.res.GroupVersion)
 	done()
 	if err != nil {
 		return err
 	}
-	writeRaw(w, target, http.StatusOK, result)
+	writeRaw(w, target, http.StatusOK, list)
 	return nil
 }

@@ -16,5 +16,3 @@ func contextWithTimeout(parent context.Context, d time.Duration) (context.Contex
 }
 
 func extractList(list runtime.Object) ([]runtime.Object, error) { return meta.ExtractList(list) }
-
-func setList(list runtime.Object, items []runtime.Object) error { return meta.SetList(list, items) }

@@ -63,6 +63,12 @@ type Resource struct {
 	Scale ScaleAccessor
 	// GracefulDelete, if not nil, decides the grace period of deletions (pods).
 	GracefulDelete GracefulDeleter
+	// ReturnDeletedObject makes a delete that removes the object answer
+	// with the object (its resourceVersion the deletion's revision), as
+	// kube-apiserver's stores of pods, namespaces, services and service
+	// accounts do; the other kinds answer with a success Status naming the
+	// object.
+	ReturnDeletedObject bool
 	// AllowCreateOnUpdate makes an update (PUT) of a missing object create
 	// it. Kubernetes allows it for a few kinds only (events, leases, limit
 	// ranges, the RBAC kinds); the others answer 404. Server-side apply
