@@ -265,7 +265,9 @@ func Unauthorized(c *codec.Codecs) http.Handler {
 // kube-apiserver's message.
 func WithAuthorization(next http.Handler, c *codec.Codecs, a auth.Authorizer, log *slog.Logger) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		attrs := auth.Attributes{User: request.UserFrom(r.Context()), Info: request.InfoFrom(r.Context())}
+		// A list or watch by a metadata.name field selector is decided
+		// and refused as a request for that name, as kube-apiserver's.
+		attrs := auth.Attributes{User: request.UserFrom(r.Context()), Info: request.InfoFrom(r.Context()).Named()}
 		d, reason, err := a.Authorize(r.Context(), attrs)
 		if d == auth.DecisionAllow {
 			audit.AddAnnotation(r.Context(), decisionAnnotation, "allow")

@@ -1,6 +1,7 @@
 package filters
 
 import (
+	"context"
 	"io"
 	"log/slog"
 	"net/http"
@@ -104,5 +105,37 @@ func TestRequestTimeoutKeepsTheRequest(t *testing.T) {
 	}
 	if request.InfoFrom(got.Context()) == nil {
 		t.Fatal("no request info")
+	}
+}
+
+// nameRecorder refuses everything with no reason and records the name it
+// was asked about.
+type nameRecorder struct{ name *string }
+
+func (n nameRecorder) Authorize(_ context.Context, a auth.Attributes) (auth.Decision, string, error) {
+	*n.name = a.Info.Name
+	return auth.DecisionNoOpinion, "", nil
+}
+
+// A list by a metadata.name field selector is authorized and refused as a
+// request for that name, as kube-apiserver's.
+func TestAuthorizationNamesSelectedList(t *testing.T) {
+	var asked string
+	c, err := codec.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := WithAuthorization(http.NotFoundHandler(), c, nameRecorder{&asked}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	r := httptest.NewRequest("GET", "/api/v1/namespaces/ns/secrets?fieldSelector=metadata.name%3Ds", nil)
+	ctx := request.NewContext(r.Context(), r)
+	request.SetUser(ctx, &request.User{Name: "bob"})
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, r.WithContext(ctx))
+	if asked != "s" {
+		t.Errorf("the authorizer was asked about %q, want s", asked)
+	}
+	want := `secrets \"s\" is forbidden: User \"bob\" cannot list resource \"secrets\" in API group \"\" in the namespace \"ns\"`
+	if rec.Code != 403 || !strings.Contains(rec.Body.String(), want) || !strings.Contains(rec.Body.String(), `"name":"s"`) {
+		t.Errorf("answer %d %s, want 403 naming s", rec.Code, rec.Body)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"context"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -37,6 +38,12 @@ type Info struct {
 	Name        string
 	// Parts are the path segments after the version (and namespace).
 	Parts []string
+	// SelectedName is the name a list's or watch's field selector
+	// requires (metadata.name=<name>), when its list options decode and
+	// the name could be a path segment: kube-apiserver's request-info
+	// parser makes it the request's name, which its authorizers decide on
+	// and its refusal names (Named). Handlers read Name, the path's.
+	SelectedName string
 	// FieldSelector and LabelSelector are the raw selectors of a list,
 	// watch or deletecollection (authorizers such as the Node authorizer
 	// allow some lists only with a given field selector).
@@ -140,6 +147,7 @@ func parseInto(info *Info, r *http.Request, segBuf []string) {
 		if w, ok := q["watch"]; ok && watchValue(w[0]) {
 			info.Verb = "watch"
 		}
+		info.SelectedName = selectedName(q)
 	}
 	if info.Verb == "delete" && info.Name == "" {
 		info.Verb = "deletecollection"
@@ -204,6 +212,51 @@ func Query(r *http.Request) url.Values {
 		return nil
 	}
 	return r.URL.Query()
+}
+
+// Named is the Info as kube-apiserver's request info has it, for
+// authorization: a list or watch that names no object by its path is
+// named by its field selector's metadata.name (SelectedName).
+func (i *Info) Named() *Info {
+	if i == nil || i.Name != "" || i.SelectedName == "" {
+		return i
+	}
+	named := *i
+	named.Name = i.SelectedName
+	return &named
+}
+
+// selectedName is the name the list options in q select by
+// metadata.name, as kube-apiserver's request-info parser reads it: none
+// when the options do not decode (a limit or timeoutSeconds that is not
+// an integer, a label or field selector that does not parse) or when the
+// name could not be a path segment (".", "..", or holding "/" or "%").
+func selectedName(q url.Values) string {
+	sel, ok := q["fieldSelector"]
+	if !ok || len(sel) == 0 {
+		return ""
+	}
+	for _, k := range []string{"limit", "timeoutSeconds"} {
+		if v, ok := q[k]; ok && len(v) > 0 {
+			if _, err := strconv.ParseInt(v[0], 10, 64); err != nil {
+				return ""
+			}
+		}
+	}
+	if v, ok := q["labelSelector"]; ok && len(v) > 0 {
+		if _, err := labels.Parse(v[0]); err != nil {
+			return ""
+		}
+	}
+	fs, err := fields.ParseSelector(sel[0])
+	if err != nil {
+		return ""
+	}
+	name, ok := fs.RequiresExactMatch("metadata.name")
+	if !ok || name == "." || name == ".." || strings.ContainsAny(name, "/%") {
+		return ""
+	}
+	return name
 }
 
 // watchValue reads a "watch" parameter as kube-apiserver does (its

@@ -104,3 +104,34 @@ func TestSplitPathIsStringsSplit(t *testing.T) {
 		}
 	}
 }
+
+// A list or watch whose field selector requires metadata.name is named by
+// it for authorization (Named), as kube-apiserver's request-info parser
+// names it, unless its list options do not decode or the name could not
+// be a path segment; the path's Name stays empty for the handlers.
+func TestSelectedName(t *testing.T) {
+	for url, want := range map[string]string{
+		"/api/v1/namespaces/ns/secrets?fieldSelector=metadata.name%3Ds":                          "s",
+		"/api/v1/namespaces/ns/secrets?fieldSelector=metadata.name%3D%3Ds&watch=1":               "s",
+		"/api/v1/nodes?fieldSelector=metadata.name%3Dn%2Cspec.unschedulable%3Dfalse":             "n",
+		"/api/v1/namespaces/ns/secrets?fieldSelector=metadata.name%21%3Ds":                       "",
+		"/api/v1/namespaces/ns/secrets?fieldSelector=metadata.name%3Ds&limit=ten":                "",
+		"/api/v1/namespaces/ns/secrets?fieldSelector=metadata.name%3Ds&timeoutSeconds=x":         "",
+		"/api/v1/namespaces/ns/secrets?fieldSelector=metadata.name%3Ds&labelSelector=a%20in%20(": "",
+		"/api/v1/namespaces/ns/secrets?fieldSelector=metadata.name%3D..":                         "",
+		"/api/v1/namespaces/ns/secrets?fieldSelector=metadata.name%3Da%25b":                      "",
+		"/api/v1/watch/namespaces/ns/secrets?fieldSelector=metadata.name%3Ds":                    "",
+		"/api/v1/namespaces/ns/secrets/x?fieldSelector=metadata.name%3Ds":                        "x",
+	} {
+		info := Parse(httptest.NewRequest("GET", url, nil))
+		if got := info.Named().Name; got != want {
+			t.Errorf("%s: named %q, want %q", url, got, want)
+		}
+		if strings.Contains(url, "/secrets?") && info.Name != "" {
+			t.Errorf("%s: the path's Name is %q, want none", url, info.Name)
+		}
+	}
+	if (*Info)(nil).Named() != nil {
+		t.Error("nil Info named")
+	}
+}
