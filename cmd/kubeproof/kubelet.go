@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	goruntime "runtime"
 	"slices"
@@ -116,6 +117,7 @@ func newKubeletCommand() *cobra.Command {
 				return err
 			}
 			given := func(flag string) bool { return cmd.Flags().Changed(flag) || fromFile[flag] }
+			kubeletGates.warnDeprecated(logger)
 			if authorizationMode != "AlwaysAllow" && authorizationMode != "Webhook" {
 				return fmt.Errorf("--authorization-mode %q: want AlwaysAllow or Webhook", authorizationMode)
 			}
@@ -344,7 +346,8 @@ func newKubeletCommand() *cobra.Command {
 				// one is issued, as upstream's.
 				m, err := kubelet.NewServingCertificateManager(kubelet.ServingCertificateManagerConfig{
 					CertDir: certDir, NodeName: nodeName, Addresses: k.NodeAddresses,
-					TLSCertFile: tlsCert, TLSKeyFile: tlsKey, Logger: logger,
+					TLSCertFile: tlsCert, TLSKeyFile: tlsKey,
+					AllowDNSOnlyNodeCSR: kubeletGates.allowDNSOnlyNodeCSR, Logger: logger,
 				})
 				if err != nil {
 					return err
@@ -461,7 +464,7 @@ func newKubeletCommand() *cobra.Command {
 	fs.BoolVar(&cpuCFSQuota, "cpu-cfs-quota", true, "Enable CPU CFS quota enforcement for containers that specify CPU limits (KubeletConfiguration's cpuCFSQuota): false gives containers no CFS quota and pod cgroups an unlimited one.")
 	fs.DurationVar(&cpuCFSQuotaPeriod, "cpu-cfs-quota-period", 100*time.Millisecond, "Sets CPU CFS quota period value, cpu.cfs_period_us (KubeletConfiguration's cpuCFSQuotaPeriod); another than 100ms needs --feature-gates CustomCPUCFSQuotaPeriod=true and must be between 1ms and 1s.")
 	fs.Int64Var(&podMaxPids, "pod-max-pids", -1, "Set the maximum number of processes per pod (KubeletConfiguration's podPidsLimit): with --runtime cri each pod cgroup's pids.max. If -1, the kubelet defaults to the node allocatable pid capacity (kubepods's pids.max: the least of kernel.pid_max and kernel.threads-max).")
-	fs.Var(&kubeletGates, "feature-gates", "Comma-separated gate=true|false pairs of the kubelet's feature gates; known: CustomCPUCFSQuotaPeriod (alpha, default false: --cpu-cfs-quota-period must be 100ms).")
+	fs.Var(&kubeletGates, "feature-gates", "Comma-separated gate=true|false pairs of the kubelet's feature gates; known: CustomCPUCFSQuotaPeriod (alpha, default false: --cpu-cfs-quota-period must be 100ms), AllowDNSOnlyNodeCSR (deprecated, default false: with --rotate-server-certificates, a node without an IP address asks for a serving certificate of its DNS names alone).")
 	fs.BoolVar(&seccompDefault, "seccomp-default", false, "Enable the use of RuntimeDefault as the default seccomp profile for all workloads (KubeletConfiguration's seccompDefault): a container whose pod and container set no seccompProfile runs under the runtime's default profile instead of Unconfined.")
 	fs.BoolVar(&failSwapOn, "fail-swap-on", true, "Makes the kubelet fail to start if the node has swap (--swap-capacity, or with --runtime cri SwapTotal of /proc/meminfo, not 0), as upstream's.")
 	fs.StringVar(&swapBehavior, "memory-swap-behavior", "", "KubeletConfiguration's memorySwap.swapBehavior (upstream has no flag): NoSwap (or empty, the default) keeps every container from swapping where the node's cgroups limit swap; LimitedSwap lets each container of a Burstable, non-critical pod whose memory request is set and differs from its limit swap request / node memory × node swap capacity (--swap-capacity), the rest none. LimitedSwap needs cgroup v2 and is an error on cgroup v1 (a simulated node is cgroup v1; with --runtime cri, the mode of /sys/fs/cgroup).")
@@ -599,25 +602,46 @@ func simRuntimeHandlers(fs *pflag.FlagSet, handlers []string) []string {
 
 // kubeletFeatureGates is `kubeproof kubelet`'s --feature-gates: the
 // kubelet's gates kubeproof has, CustomCPUCFSQuotaPeriod (alpha, off by
+// default, as upstream's) and AllowDNSOnlyNodeCSR (deprecated, off by
 // default, as upstream's); another is refused with upstream's message.
 type kubeletFeatureGates struct {
 	customCPUCFSQuotaPeriod bool
-	// named: a Set named CustomCPUCFSQuotaPeriod.
-	named bool
+	allowDNSOnlyNodeCSR     bool
+	// named are the gates a Set named.
+	named map[string]bool
+}
+
+// warnDeprecated logs, as upstream's feature gate when one is set, a
+// warning for each deprecated gate a Set named (AllowDNSOnlyNodeCSR).
+func (g *kubeletFeatureGates) warnDeprecated(logger *slog.Logger) {
+	if g.named["AllowDNSOnlyNodeCSR"] {
+		logger.Info("Warning: setting deprecated feature gate. It will be removed in a future release.",
+			"featureGate", "AllowDNSOnlyNodeCSR", "value", g.allowDNSOnlyNodeCSR)
+	}
+}
+
+// pairs is name=value of each gate, sorted by name: those a Set named,
+// and CustomCPUCFSQuotaPeriod always when all is set.
+func (g *kubeletFeatureGates) pairs(all bool) string {
+	var p []string
+	if g.named["AllowDNSOnlyNodeCSR"] {
+		p = append(p, "AllowDNSOnlyNodeCSR="+strconv.FormatBool(g.allowDNSOnlyNodeCSR))
+	}
+	if all || g.named["CustomCPUCFSQuotaPeriod"] {
+		p = append(p, "CustomCPUCFSQuotaPeriod="+strconv.FormatBool(g.customCPUCFSQuotaPeriod))
+	}
+	return strings.Join(p, ",")
 }
 
 // namedString is the gates a Set named, as pairs: what the command line
 // gave, which a KubeletConfiguration's featureGates go under (upstream's
 // kubeletConfigFlagPrecedence keeps the file's gates the flag leaves out).
 func (g *kubeletFeatureGates) namedString() string {
-	if !g.named {
-		return ""
-	}
-	return g.String()
+	return g.pairs(false)
 }
 
 func (g *kubeletFeatureGates) String() string {
-	return "CustomCPUCFSQuotaPeriod=" + strconv.FormatBool(g.customCPUCFSQuotaPeriod)
+	return g.pairs(true)
 }
 
 func (g *kubeletFeatureGates) Set(s string) error {
@@ -647,10 +671,16 @@ func (g *kubeletFeatureGates) Set(s string) error {
 	for _, gt := range gates {
 		switch gt.name {
 		case "CustomCPUCFSQuotaPeriod":
-			g.customCPUCFSQuotaPeriod, g.named = gt.on, true
+			g.customCPUCFSQuotaPeriod = gt.on
+		case "AllowDNSOnlyNodeCSR":
+			g.allowDNSOnlyNodeCSR = gt.on
 		default:
 			return fmt.Errorf("unrecognized feature gate: %s", gt.name)
 		}
+		if g.named == nil {
+			g.named = map[string]bool{}
+		}
+		g.named[gt.name] = true
 	}
 	return nil
 }

@@ -95,6 +95,8 @@ func TestKubeletConfigFilePrecedence(t *testing.T) {
 			want: map[string]string{"feature-gates": "CustomCPUCFSQuotaPeriod=true"}},
 		{name: "feature gates command line wins", body: "featureGates: {CustomCPUCFSQuotaPeriod: true}\n", args: []string{"--feature-gates", "CustomCPUCFSQuotaPeriod=false"},
 			want: map[string]string{"feature-gates": "CustomCPUCFSQuotaPeriod=false"}},
+		{name: "feature gates merged by name", body: "featureGates: {AllowDNSOnlyNodeCSR: true}\n", args: []string{"--feature-gates", "CustomCPUCFSQuotaPeriod=true"},
+			want: map[string]string{"feature-gates": "AllowDNSOnlyNodeCSR=true,CustomCPUCFSQuotaPeriod=true"}},
 		{name: "feature gates command line names none", body: "featureGates: {CustomCPUCFSQuotaPeriod: true}\n", args: []string{"--feature-gates="},
 			want: map[string]string{"feature-gates": "CustomCPUCFSQuotaPeriod=true"}},
 		{name: "alias given", body: "containerRuntimeEndpoint: unix:///run/crio/crio.sock\n", args: []string{"--cri-endpoint", "unix:///x.sock"},

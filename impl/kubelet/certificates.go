@@ -201,6 +201,14 @@ func ClientCertificateTemplate(nodeName string) *x509.CertificateRequest {
 // without an IP address asks for nothing yet (nil), as upstream's without
 // its AllowDNSOnlyNodeCSR gate. Pure.
 func ServingCertificateTemplate(nodeName string, addresses []v1.NodeAddress) *x509.CertificateRequest {
+	return servingTemplate(nodeName, addresses, false)
+}
+
+// servingTemplate is ServingCertificateTemplate, allowDNSOnly being
+// upstream's AllowDNSOnlyNodeCSR gate: with it, a node with DNS names but
+// no IP address asks for its DNS names alone (still nothing without
+// either). Pure.
+func servingTemplate(nodeName string, addresses []v1.NodeAddress, allowDNSOnly bool) *x509.CertificateRequest {
 	var dns, ipText []string
 	for _, a := range addresses {
 		if a.Address == "" {
@@ -222,7 +230,7 @@ func ServingCertificateTemplate(nodeName string, addresses []v1.NodeAddress) *x5
 			dns = append(dns, a.Address)
 		}
 	}
-	if len(ipText) == 0 {
+	if len(ipText) == 0 && (!allowDNSOnly || len(dns) == 0) {
 		return nil
 	}
 	slices.Sort(dns)
@@ -230,7 +238,10 @@ func ServingCertificateTemplate(nodeName string, addresses []v1.NodeAddress) *x5
 	// Distinct as written, ordered by their canonical form, as upstream's.
 	slices.Sort(ipText)
 	ipText = slices.Compact(ipText)
-	ips := make([]net.IP, len(ipText))
+	var ips []net.IP // nil, as upstream's, when there are none
+	if len(ipText) > 0 {
+		ips = make([]net.IP, len(ipText))
+	}
 	for i, t := range ipText {
 		ips[i] = netutils.ParseIPSloppy(t)
 	}
@@ -664,14 +675,19 @@ type ServingCertificateManagerConfig struct {
 	// TLSCertFile and TLSKeyFile are --tls-cert-file and
 	// --tls-private-key-file: the certificate served until one is issued.
 	TLSCertFile, TLSKeyFile string
-	Logger                  *slog.Logger
+	// AllowDNSOnlyNodeCSR is upstream's (deprecated) gate of that name:
+	// a node with DNS names but no IP address asks for a certificate of
+	// its DNS names alone, instead of nothing until it has an IP.
+	AllowDNSOnlyNodeCSR bool
+	Logger              *slog.Logger
 }
 
 // NewServingCertificateManager is serverTLSBootstrap's
 // (--rotate-server-certificates) manager: the kubelet API's certificate
 // from the kubernetes.io/kubelet-serving signer for the node's addresses
-// (ServingCertificateTemplate of what cfg.Addresses returns: none is no
-// request yet, changed ones a new request), in cfg.CertDir's
+// (ServingCertificateTemplate of what cfg.Addresses returns: none, or
+// no IP address without cfg.AllowDNSOnlyNodeCSR, is no request yet;
+// changed ones a new request), in cfg.CertDir's
 // kubelet-server-current.pem. Until that exists, as upstream's, the
 // certificate is --tls-cert-file's (cfg.TLSCertFile and TLSKeyFile, else
 // cert-dir's kubelet-server.crt and .key), served while valid and
@@ -682,10 +698,12 @@ func NewServingCertificateManager(cfg ServingCertificateManagerConfig) (*Certifi
 	return NewCertificateManager(CertificateManagerConfig{
 		CertDir: cfg.CertDir, Prefix: servingCertPrefix,
 		CertFile: cfg.TLSCertFile, KeyFile: cfg.TLSKeyFile,
-		SignerName:  certificatesv1.KubeletServingSignerName,
-		GetTemplate: func() *x509.CertificateRequest { return ServingCertificateTemplate(cfg.NodeName, cfg.Addresses()) },
-		Usages:      []certificatesv1.KeyUsage{certificatesv1.UsageDigitalSignature, certificatesv1.UsageServerAuth},
-		Logger:      cfg.Logger,
+		SignerName: certificatesv1.KubeletServingSignerName,
+		GetTemplate: func() *x509.CertificateRequest {
+			return servingTemplate(cfg.NodeName, cfg.Addresses(), cfg.AllowDNSOnlyNodeCSR)
+		},
+		Usages: []certificatesv1.KeyUsage{certificatesv1.UsageDigitalSignature, certificatesv1.UsageServerAuth},
+		Logger: cfg.Logger,
 	})
 }
 
