@@ -130,9 +130,11 @@
 // DELETED events — instead.
 //
 // What is only approximated, always in the sound direction (never a false
-// alarm; possibly a missed bug): the API does not return a deletion's
-// revision, so a delete is placed by watch events when some stream saw it
-// and otherwise only by porcupine; failed CAS operations (Conflict,
+// alarm; possibly a missed bug): a ConfigMap delete is answered with a
+// success Status that carries no revision (Kubernetes returns the deleted
+// object, stamped with the deletion's revision, only for kinds such as
+// pods, services and service accounts), so a delete is placed by watch
+// events when some stream saw it and otherwise only by porcupine; failed CAS operations (Conflict,
 // NotFound, AlreadyExists) are checked per key only; an ambiguous write
 // nobody ever observed is unknown to the timeline (and left out of the
 // per-key search when the watch streams show it did not happen, which
