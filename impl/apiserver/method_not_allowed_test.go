@@ -44,6 +44,8 @@ func TestUnservedMethodIsRoutersAnswer(t *testing.T) {
 		{"GET", "/api/v1/namespaces/default/serviceaccounts/default/token"},
 		{"PUT", pods + "/a/log"},
 		{"DELETE", pods + "/a/exec"},
+		{"GET", pods + "/a/eviction"},
+		{"TRACE", pods + "/a/eviction"},
 		{"GET", "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews"},
 		{"OPTIONS", "/apis/authentication.k8s.io/v1/tokenreviews"},
 	}

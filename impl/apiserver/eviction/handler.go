@@ -70,7 +70,8 @@ func (h *Handler) Serve(w http.ResponseWriter, r *http.Request, gv schema.GroupV
 		return false
 	}
 	if info.Verb != "create" {
-		endpoints.WriteStatusError(w, r, h.codecs, apierrors.NewMethodNotSupported(evictGR, info.Verb))
+		// No route serves another method: the router's 405.
+		endpoints.WriteStatusError(w, r, h.codecs, endpoints.MethodNotAllowed())
 		return true
 	}
 	// The answer's media type is negotiated before anything is done, as
