@@ -59,6 +59,19 @@ type Plugins struct {
 	// policy written): the server answers no request its plugins are not
 	// ready for. Each must return when ctx ends; an error stops Run.
 	WaitReady []func(ctx context.Context) error
+	// PostStartHooks are run by Run, in order, after the Starters have
+	// started and before the WaitReady functions. Each is one of
+	// kube-apiserver's post-start hooks (rbac/bootstrap-roles): the health
+	// endpoints list it as "poststarthook/<Name>", failing until its Run
+	// returned nil. An error stops Run.
+	PostStartHooks []PostStartHook
+}
+
+// PostStartHook is a named piece of start-up work of a plugin; see
+// Plugins.PostStartHooks.
+type PostStartHook struct {
+	Name string
+	Run  func(ctx context.Context) error
 }
 
 // PluginsFunc builds the Plugins from the server's stores; Config.Plugins.

@@ -37,6 +37,7 @@
 //		Validators     []admission.Validator // after Config.AdmissionValidators
 //		Starters       []func(ctx context.Context)       // run by Run until shutdown; Run waits for them
 //		WaitReady      []func(ctx context.Context) error // Run serves only once all returned nil
+//		PostStartHooks []PostStartHook // named start-up work, run before WaitReady
 //	}
 //
 // New calls it once, after building the stores; *Server is the StoreGetter.
@@ -290,6 +291,8 @@ type Server struct {
 	closeOnce sync.Once
 	// bootstrapped is set once the system namespaces exist.
 	bootstrapped atomic.Bool
+	// health is what /healthz, /livez and /readyz check (health.go).
+	health *health
 	// kubeletProxy serves pods/log, pods/exec and nodes/proxy.
 	kubeletProxy *apiproxy.Proxy
 	// requestMetrics are the request metrics (the connect subresources
@@ -575,6 +578,13 @@ func New(cfg Config) (*Server, error) {
 	h = audit.WithAuditInit(h, auditCfg)
 	h = filters.WithStackReserve(h)
 	s.handler = h
+	var pluginHooks []string
+	for _, hk := range s.plugins.PostStartHooks {
+		pluginHooks = append(pluginHooks, hk.Name)
+	}
+	_, configMaps := s.handlers[configMapsGVR]
+	s.health = newHealth(hookOrder(s.apf != nil, s.objectCounts != nil, s.nsHandler != nil, configMaps,
+		s.services != nil, pluginHooks))
 	return s, nil
 }
 
@@ -619,6 +629,9 @@ func (s *Server) Codecs() *codec.Codecs { return s.codecs }
 // Close releases the stores. Run calls it on return.
 func (s *Server) Close() {
 	s.closeOnce.Do(func() {
+		if s.health != nil {
+			s.health.log.close()
+		}
 		if s.kubeletProxy != nil {
 			s.kubeletProxy.Close()
 		}
@@ -655,6 +668,7 @@ func (s *Server) Run(ctx context.Context) error {
 		_ = ln.Close()
 		return err
 	}
+	s.health.hookDone(hookSystemNamespaces)
 	if err := s.ensureKubernetesService(ctx, ln.Addr()); err != nil {
 		_ = ln.Close()
 		return err
@@ -669,22 +683,30 @@ func (s *Server) Run(ctx context.Context) error {
 		bg.Go(func() { s.nsCache.run(baseCtx) })
 	}
 	if s.services != nil {
-		bg.Go(func() { s.runServiceRepair(baseCtx) })
+		// The first pass before serving, as kube-apiserver's hook waits
+		// for it; its check fails until one pass succeeded.
+		rp := s.newServiceRepairer(baseCtx)
+		first := s.repairServicesOnce(ctx, rp)
+		bg.Go(func() { s.runServiceRepair(baseCtx, rp, first) })
 	}
 	if s.objectCounts != nil {
 		bg.Go(func() { s.objectCounts.run(baseCtx) })
+		s.health.hookDone(hookObjectCountTracker)
 	}
 	if _, ok := s.handlers[configMapsGVR]; ok {
 		// Whatever the authenticators, as kube-apiserver's post-start
 		// hook.
 		bg.Go(func() { s.runLegacyTokenTracking(baseCtx) })
+		s.health.hookDone(hookLegacyTokenTracking)
 	}
 	if s.apf != nil {
 		if err := s.apf.ensure(ctx); err != nil {
 			_ = ln.Close()
 			return err
 		}
+		s.health.hookDone(hookAPFProducer)
 		bg.Go(func() { s.apf.run(baseCtx) })
+		s.health.hookDone(hookAPFConsumer)
 		if err := waitReady(ctx, baseCtx, s.apf.waitSynced); err != nil {
 			_ = ln.Close()
 			return err
@@ -693,12 +715,21 @@ func (s *Server) Run(ctx context.Context) error {
 	for _, start := range s.plugins.Starters {
 		bg.Go(func() { start(baseCtx) })
 	}
+	s.health.hookDone(hookStartInformers)
+	for _, hk := range s.plugins.PostStartHooks {
+		if err := waitReady(ctx, baseCtx, hk.Run); err != nil {
+			_ = ln.Close()
+			return fmt.Errorf("apiserver: post-start hook %s: %w", hk.Name, err)
+		}
+		s.health.hookDone(hk.Name)
+	}
 	for _, wait := range s.plugins.WaitReady {
 		if err := waitReady(ctx, baseCtx, wait); err != nil {
 			_ = ln.Close()
 			return fmt.Errorf("apiserver: waiting for plugins: %w", err)
 		}
 	}
+	s.health.informersSynced.Store(true)
 	srv := &http.Server{
 		Handler:           s.handler,
 		TLSConfig:         tlsCfg,
@@ -727,6 +758,7 @@ func (s *Server) Run(ctx context.Context) error {
 		s.runKubernetesServiceLoop(loopCtx)
 	}()
 	defer func() { stopLoop(); <-loopDone }()
+	s.health.hookDone(hookBootstrapController)
 	errc := make(chan error, 1)
 	go func() { errc <- srv.ServeTLS(ln, "", "") }()
 	select {
@@ -734,6 +766,7 @@ func (s *Server) Run(ctx context.Context) error {
 		return fmt.Errorf("apiserver: serving: %w", err)
 	case <-ctx.Done():
 	}
+	s.health.shuttingDown.Store(true)
 	sctx, cancel := context.WithTimeout(context.Background(), s.cfg.ShutdownTimeout)
 	defer cancel()
 	// Out of the kubernetes endpoints first, so that clients go to the

@@ -15,23 +15,56 @@ import (
 
 var eventsGVR = corev1.SchemeGroupVersion.WithResource("events")
 
-// runServiceRepair checks the ClusterIP and NodePort allocation records
-// against the services every ServiceRepairInterval until ctx ends, as
-// kube-apiserver's repair controllers (ipallocator.Repairer), and records
-// what it finds as Warning events on the services.
-func (s *Server) runServiceRepair(ctx context.Context) {
-	interval := s.cfg.ServiceRepairInterval
-	if interval <= 0 {
-		interval = ipallocator.DefaultRepairInterval
-	}
+// newServiceRepairer is the repairer of the ClusterIP and NodePort
+// allocation records (ipallocator.Repairer), reporting what it finds as
+// Warning events on the services; ctx bounds the events' writes.
+func (s *Server) newServiceRepairer(ctx context.Context) *ipallocator.Repairer {
 	host, _ := os.Hostname()
-	rp := ipallocator.NewRepairer(s.services.store, s.services.prefix, func(f ipallocator.Finding) {
+	return ipallocator.NewRepairer(s.services.store, s.services.prefix, func(f ipallocator.Finding) {
 		s.log.Warn("service allocation repair", "service", f.Service.String(), "reason", f.Reason, "message", f.Message)
 		if err := s.recordRepairEvent(ctx, f, host); err != nil {
 			s.log.Debug("recording a service allocation repair event", "err", err)
 		}
 	})
-	rp.Run(ctx, interval)
+}
+
+// repairServicesOnce makes one repair pass and reports whether it
+// succeeded; the first success marks the start-service-ip-repair-controllers
+// hook done: kube-apiserver's hook waits for both repair controllers' first
+// successful pass, its health check failing until then.
+func (s *Server) repairServicesOnce(ctx context.Context, rp *ipallocator.Repairer) bool {
+	if err := rp.RunOnce(ctx); err != nil {
+		if ctx.Err() == nil {
+			s.log.Warn("repairing service allocations", "err", err)
+		}
+		return false
+	}
+	s.health.hookDone(hookServiceIPRepair)
+	return true
+}
+
+// runServiceRepair checks the ClusterIP and NodePort allocation records
+// against the services every ServiceRepairInterval until ctx ends, as
+// kube-apiserver's repair controllers; a pass is made at once unless
+// started (the first pass already succeeded).
+func (s *Server) runServiceRepair(ctx context.Context, rp *ipallocator.Repairer, started bool) {
+	interval := s.cfg.ServiceRepairInterval
+	if interval <= 0 {
+		interval = ipallocator.DefaultRepairInterval
+	}
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		if !started {
+			s.repairServicesOnce(ctx, rp)
+		}
+		started = false
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
 }
 
 // recordRepairEvent writes f as a Warning event on its service, as the

@@ -411,13 +411,14 @@ func buildChain(o AuthOptions) (*chain, error) {
 				p.Starters = append(p.Starters, a.Run)
 				p.WaitReady = append(p.WaitReady, a.WaitSynced)
 			case "RBAC":
-				a, start, wait, err := rbacAuthorizer(stores)
+				a, start, bootstrap, wait, err := rbacAuthorizer(stores)
 				if err != nil {
 					return p, err
 				}
 				union = append(union, a)
 				p.Starters = append(p.Starters, start)
-				p.WaitReady = append(p.WaitReady, wait...)
+				p.PostStartHooks = append(p.PostStartHooks, bootstrap)
+				p.WaitReady = append(p.WaitReady, wait)
 			case "Webhook":
 				union = append(union, c.authzWebhook)
 			case "AlwaysAllow":
@@ -441,15 +442,16 @@ func buildChain(o AuthOptions) (*chain, error) {
 }
 
 // rbacAuthorizer builds the RBAC authorizer, the loop that keeps its
-// caches (start) and what the server waits for before it serves (wait, in
-// order). The default policy is written first (kube-apiserver's
-// rbac/bootstrap-roles post-start hook) and the caches first list only
+// caches (start), the post-start hook writing the default policy
+// (kube-apiserver's rbac/bootstrap-roles, bootstrap) and the wait for the
+// caches to sync (wait), which the server does before it serves. The
+// default policy is written first and the caches first list only
 // after it: a cache that listed while the policy was being written would
 // say it had synced without the policy, and the first requests (an
 // anonymous /version) would be refused until its watch caught up.
-func rbacAuthorizer(stores apiserver.StoreGetter) (a *rbac.Authorizer, start func(context.Context), wait []func(context.Context) error, err error) {
+func rbacAuthorizer(stores apiserver.StoreGetter) (a *rbac.Authorizer, start func(context.Context), bootstrap apiserver.PostStartHook, wait func(context.Context) error, err error) {
 	if a, err = rbac.New(stores); err != nil {
-		return nil, nil, nil, fmt.Errorf("building the RBAC authorizer: %w", err)
+		return nil, nil, bootstrap, nil, fmt.Errorf("building the RBAC authorizer: %w", err)
 	}
 	written := make(chan struct{})
 	var once sync.Once
@@ -467,7 +469,7 @@ func rbacAuthorizer(stores apiserver.StoreGetter) (a *rbac.Authorizer, start fun
 		case <-ctx.Done():
 		}
 	}
-	return a, start, []func(context.Context) error{ensure, a.WaitSynced}, nil
+	return a, start, apiserver.PostStartHook{Name: "rbac/bootstrap-roles", Run: ensure}, a.WaitSynced, nil
 }
 
 // authorizationWebhook builds the Webhook mode's authorizer (nil when the

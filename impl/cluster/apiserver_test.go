@@ -129,9 +129,12 @@ func TestRBACCachesListAfterTheDefaultPolicy(t *testing.T) {
 	}
 	defer real.Close()
 	s := &listRecordingStores{Stores: real, listed: make(chan struct{})}
-	a, start, wait, err := rbacAuthorizer(s)
+	a, start, bootstrap, wait, err := rbacAuthorizer(s)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if bootstrap.Name != "rbac/bootstrap-roles" {
+		t.Errorf("post-start hook %q, want kube-apiserver's rbac/bootstrap-roles", bootstrap.Name)
 	}
 	done := make(chan struct{})
 	go func() {
@@ -139,7 +142,8 @@ func TestRBACCachesListAfterTheDefaultPolicy(t *testing.T) {
 		start(ctx)
 	}()
 	defer func() { cancel(); <-done }()
-	for _, w := range wait {
+	// As the server's Run: the post-start hook, then the wait.
+	for _, w := range []func(context.Context) error{bootstrap.Run, wait} {
 		if err := w(ctx); err != nil {
 			t.Fatal(err)
 		}
