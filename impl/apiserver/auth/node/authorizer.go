@@ -5,12 +5,12 @@
 //
 // A node may:
 //   - read its own Node (get, or list/watch with the field selector
-//     metadata.name=<node>), create its Node, update/patch its own Node
-//     and nodes/status;
+//     metadata.name=<node>), create, update and patch Nodes and
+//     nodes/status (NodeRestriction limits them to its own);
 //   - get a pod bound to it, list/watch pods only with the field selector
-//     spec.nodeName=<node>, create pods (mirror pods; NodeRestriction
-//     checks them), delete, update/patch pods/status of and create
-//     evictions for pods bound to it;
+//     spec.nodeName=<node>, create and delete pods, update/patch
+//     pods/status and create evictions (NodeRestriction limits them to
+//     mirror pods and pods bound to it);
 //   - get/list/watch a secret or config map, get a persistent volume
 //     claim, get a service account or create a token for it, only when a
 //     pod bound to it references the object;
@@ -20,10 +20,10 @@
 //
 // Anything else, and every request of a non-node user, is NoOpinion, so
 // the next authorizer (RBAC) decides. Reasons follow Kubernetes' wording.
-// Upstream leaves "only its own Node", "only its own pods' status" and
-// "only pods bound to it" for deletes to the NodeRestriction admission
-// plugin; this authorizer enforces them itself as well, since it knows
-// the object's name.
+// As upstream, "only its own Node", "only its own pods' status" and
+// "only pods bound to it" are left to the NodeRestriction admission
+// plugin: a node writing another's is refused in its words (or answered
+// 404 for an object that does not exist), not by this authorizer.
 //
 // Constructor (the API server's plugin hook calls it with its stores):
 //
@@ -321,13 +321,10 @@ func (a *Authorizer) node(ctx context.Context, node string, info *request.Info) 
 	switch info.Subresource {
 	case "":
 		switch info.Verb {
-		case "create":
-			// The name is in the body; NodeRestriction checks it.
-			return allow
-		case "update", "patch":
-			if info.Name != node {
-				return noOpinion("node '%s' cannot modify '%s', only its own Node object", node, info.Name)
-			}
+		case "create", "update", "patch":
+			// Any Node: NodeRestriction limits a node to its own (the
+			// name of a create is in the body), as kube-apiserver's Node
+			// authorizer leaves it to.
 			return allow
 		case "get", "list", "watch":
 			switch {
@@ -343,9 +340,7 @@ func (a *Authorizer) node(ctx context.Context, node string, info *request.Info) 
 		}
 	case "status":
 		if info.Verb == "update" || info.Verb == "patch" {
-			if info.Name != node {
-				return noOpinion("node '%s' cannot modify '%s', only its own Node object", node, info.Name)
-			}
+			// NodeRestriction limits it to the node's own status.
 			return allow
 		}
 	}
@@ -366,19 +361,22 @@ func (a *Authorizer) pod(ctx context.Context, node string, info *request.Info) d
 				return a.related(node, kindPod, info)
 			}
 			return noOpinion("can only list/watch pods with spec.nodeName field selector")
-		case "create":
-			// Mirror pods; NodeRestriction checks they are bound to the node.
+		case "create", "delete":
+			// Mirror pods; NodeRestriction checks they are bound to the
+			// node (a delete of another node's pod is its refusal, of a
+			// missing pod a 404), as kube-apiserver's Node authorizer
+			// leaves it to.
 			return allow
-		case "delete":
-			return a.related(node, kindPod, info)
 		}
 	case "status":
 		if info.Verb == "update" || info.Verb == "patch" {
-			return a.related(node, kindPod, info)
+			// NodeRestriction limits it to pods bound to the node.
+			return allow
 		}
 	case "eviction":
 		if info.Verb == "create" {
-			return a.related(node, kindPod, info)
+			// NodeRestriction limits it to pods bound to the node.
+			return allow
 		}
 	}
 	return decision{}
