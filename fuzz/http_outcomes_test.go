@@ -1,6 +1,7 @@
 package fuzz
 
 import (
+	"fmt"
 	"math/rand"
 	"strings"
 	"testing"
@@ -79,6 +80,54 @@ func TestHTTPIdentitiesReachEveryOutcome(t *testing.T) {
 	for _, c := range []string{"node write accepted", "serviceaccount write accepted", "impersonation accepted", "impersonation refused", "RBAC refusal", "admission refusal"} {
 		if counts[c] == 0 {
 			t.Errorf("no %q in 600 random requests: %v", c, counts)
+		}
+	}
+}
+
+// The node's own requests are only fuzzed if each outcome the oracle
+// knows is reached: over random inputs, its own Node written and another's
+// refused, a label refused by NodeRestriction, its own Lease written and
+// another's refused, a secret of its pod read and another refused by the
+// graph.
+func TestNodeRequestsReachEveryOutcome(t *testing.T) {
+	s := server(t)
+	rng := rand.New(rand.NewSource(3))
+	counts := map[string]int{}
+	for range 400 {
+		data := make([]byte, 24)
+		rng.Read(data)
+		req := s.buildNodeRequest(&input{data: data})
+		st, err := s.readNodeState(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		code, body := s.check(t, req)
+		checkNode(t, req, st, code, body)
+		a, _ := requestAttrs(req.method, req.path+"?"+req.query.Encode())
+		key := a.resource
+		switch {
+		case code/100 == 2 && req.method != "GET":
+			key += " write accepted"
+		case code/100 == 2:
+			key += " read"
+		case code == 403 && strings.Contains(string(body), "not allowed to modify labels"), code == 403 && strings.Contains(string(body), "not allowed to set the following labels"):
+			key += " labels refused"
+		case code == 403 && strings.Contains(string(body), "not allowed to modify node"), code == 403 && strings.Contains(string(body), "only its own Node object"):
+			key += " other node refused"
+		case code == 403 && strings.Contains(string(body), "same name as the requesting node"):
+			key += " other lease refused"
+		case code == 403 && strings.Contains(string(body), "no relationship found"):
+			key += " no relationship"
+		default:
+			key += fmt.Sprintf(" %d", code)
+		}
+		counts[key]++
+	}
+	t.Logf("outcomes: %v", counts)
+	for _, c := range []string{"nodes write accepted", "nodes labels refused", "nodes other node refused", "leases write accepted", "leases other lease refused",
+		"secrets read", "secrets no relationship", "configmaps read", "pods read", "pods no relationship"} {
+		if counts[c] == 0 {
+			t.Errorf("no %q in 400 random node requests: %v", c, counts)
 		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math/rand"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -111,7 +112,13 @@ var queryKeys = sortedKeys(queryParams)
 //   - sent as a node, a service account, anonymously or impersonating
 //     (the bytes after the request's, identity_test.go): a 2xx only
 //     within the identity's fixed rules, a 403 in kube-apiserver's words
-//     outside them, impersonation only by the administrator.
+//     outside them, impersonation only by the administrator;
+//   - a method outside the six on a resource path: the router's 405 for
+//     the administrator, the authorizer's 403 for anyone else;
+//   - sent as the node, half its requests are its own (the bytes after
+//     the identity's, node_identity_test.go): its Node, its Lease and
+//     another's, its pods' secrets and configmaps, answered exactly as
+//     kube-apiserver's Node authorizer and NodeRestriction answer.
 func FuzzHTTP(f *testing.F) {
 	s := server(f)
 	idx := map[string]byte{}
@@ -163,10 +170,42 @@ func FuzzHTTP(f *testing.F) {
 	} {
 		f.Add([]byte(seed))
 	}
+	// The node's own requests (node_identity_test.go): some request's
+	// bytes (measured by building it), the node without impersonation,
+	// the choice of one of its own requests, then bytes for each kind of
+	// them (a Node, a Lease, the pod graph's objects).
+	rng := rand.New(rand.NewSource(5))
+	for kind := range 3 {
+		for j := range 6 {
+			var prefix []byte
+			for prefix == nil {
+				data := make([]byte, 48)
+				rng.Read(data)
+				in := &input{data: data}
+				s.buildRequest(in)
+				if len(in.data) > 0 {
+					prefix = data[:len(data)-len(in.data)]
+				}
+			}
+			f.Add(append(prefix, 1, 0, 0, byte(kind), byte(j), byte(j*7), byte(j*13), byte(j*3), 1, byte(j), byte(j*5)))
+		}
+	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		in := &input{data: data}
 		req := s.buildRequest(in)
 		as := s.chooseIdentity(in)
+		if as.label == nodeIdentity.label && as.impersonateUser == "" && in.intn(2) == 0 {
+			// One of the node's own requests (node_identity_test.go),
+			// checked against the state just before it.
+			req = s.buildNodeRequest(in)
+			st, err := s.readNodeState(context.Background())
+			if err != nil {
+				t.Fatalf("reading the node's state: %v", err)
+			}
+			code, body := s.check(t, req)
+			checkNode(t, req, st, code, body)
+			return
+		}
 		if as.namespace != "" && in.bool() {
 			req = s.buildRequestIn(&input{data: data}, as.namespace)
 		}
@@ -185,6 +224,8 @@ type fuzzRequest struct {
 	res *discoveredResource
 	// as is who sends it (identity_test.go); zero: the administrator.
 	as identity
+	// node: one of the node's own requests (node_identity_test.go).
+	node bool
 }
 
 func (r fuzzRequest) String() string {

@@ -37,11 +37,14 @@ import (
 	"net/url"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/yaml"
 )
 
@@ -256,7 +259,8 @@ type authzAttrs struct {
 // /namespaces/<ns>/ moved past unless what follows is the namespace's
 // status or finalize, then resource/name/subresource; a GET without a
 // name is a list, or a watch when the first "watch" parameter is other
-// than false or 0; a DELETE without a name a deletecollection; other
+// than false or 0, named by a metadata.name field selector
+// (selectedName); a DELETE without a name a deletecollection; other
 // methods than the six have the verb "". ok is false for a path that is
 // not a resource request (or a /watch/ path, which FuzzHTTP does not
 // build).
@@ -301,7 +305,49 @@ func requestAttrs(method, target string) (a authzAttrs, ok bool) {
 	if a.name == "" && a.verb == "delete" {
 		a.verb = "deletecollection"
 	}
+	if a.name == "" && (a.verb == "list" || a.verb == "watch") {
+		a.name = selectedName(u.Query())
+	}
 	return a, true
+}
+
+// selectedName is the name a list's or watch's field selector requires
+// (metadata.name=<name>), which kube-apiserver's request-info parser
+// takes as the request's name when the list options decode and the name
+// could be a path segment; "" otherwise.
+func selectedName(q url.Values) string {
+	first := func(k string) (string, bool) {
+		v, ok := q[k]
+		if !ok || len(v) == 0 {
+			return "", false
+		}
+		return v[0], true
+	}
+	for _, k := range []string{"limit", "timeoutSeconds"} {
+		if v, ok := first(k); ok {
+			if _, err := strconv.ParseInt(v, 10, 64); err != nil {
+				return ""
+			}
+		}
+	}
+	if v, ok := first("labelSelector"); ok {
+		if _, err := labels.Parse(v); err != nil {
+			return ""
+		}
+	}
+	v, ok := first("fieldSelector")
+	if !ok {
+		return ""
+	}
+	sel, err := fields.ParseSelector(v)
+	if err != nil {
+		return ""
+	}
+	name, ok := sel.RequiresExactMatch("metadata.name")
+	if !ok || name == "." || name == ".." || strings.ContainsAny(name, "/%") {
+		return ""
+	}
+	return name
 }
 
 // forbiddenMessage is kube-apiserver's 403 message refusing user attrs.
@@ -379,7 +425,11 @@ func (s *liveServer) checkIdentity(t *testing.T, ctx context.Context, req fuzzRe
 			t.Fatalf("the administrator was refused: %s\nrequest:\n%s", status.Message, req)
 		}
 	}
-	if id.admin && id.impersonateUser == "" || !resourceReq || !standard {
+	if !standard && resourceReq {
+		s.checkUnservedMethod(t, ctx, req, id, code, status, attrs)
+		return
+	}
+	if id.admin && id.impersonateUser == "" || !resourceReq {
 		return
 	}
 	if !impersonationOK {
@@ -513,4 +563,47 @@ func decodeStatus(header http.Header, body []byte) *metav1.Status {
 		return nil
 	}
 	return &st
+}
+
+// checkUnservedMethod checks the answer to a method outside the six
+// (OPTIONS, TRACE, CONNECT, any other) on a resource path. The verb is
+// "": the administrator passes authorization and kube-apiserver's router,
+// which has no route for the method, answers 405 MethodNotAllowed with
+// its generic message and empty details (checked where the path is one
+// the router has a route for — a fixed name, no proxy subresource — and
+// the answer's media type is negotiable); anyone else is refused by the
+// authorizer, as no rule but a wildcard one grants the verb "".
+func (s *liveServer) checkUnservedMethod(t *testing.T, ctx context.Context, req fuzzRequest, id identity, code int, status *metav1.Status, attrs authzAttrs) {
+	t.Helper()
+	user, groups, impersonationOK := id.effective()
+	if !impersonationOK {
+		if code != http.StatusForbidden {
+			t.Fatalf("%s impersonating %s got %d, want 403\nrequest:\n%s", id.user, id.impersonateUser, code, req)
+		}
+		return
+	}
+	if !slices.Contains(groups, "system:masters") {
+		extra, err := s.extraGrants(ctx, user, groups)
+		if err != nil {
+			t.Fatalf("reading the bindings: %v", err)
+		}
+		if extra == "" && code != http.StatusForbidden {
+			t.Fatalf("%s (%v) sent %s on a resource path: %d, want kube-apiserver's 403\nrequest:\n%s", user, groups, req.method, code, req)
+		}
+		return
+	}
+	routed := slices.Contains([]string{"", "seed", "a", "b"}, attrs.name) && attrs.sub != "proxy" &&
+		!strings.HasSuffix(req.path, "/") && !strings.Contains(req.path, "//")
+	negotiable := slices.Contains([]string{"", "*/*", "application/json", "application/yaml", protobufAccept}, req.accept)
+	if !routed || !negotiable {
+		return
+	}
+	if code != http.StatusMethodNotAllowed || status == nil {
+		t.Fatalf("%s on a resource path answered %d (%v), want kube-apiserver's router's 405\nrequest:\n%s", req.method, code, status, req)
+	}
+	if status.Reason != metav1.StatusReasonMethodNotAllowed || status.Message != "the server does not allow this method on the requested resource" ||
+		status.Details == nil || status.Details.Name != "" || status.Details.Group != "" || status.Details.Kind != "" || status.Details.UID != "" ||
+		len(status.Details.Causes) > 0 || status.Code != http.StatusMethodNotAllowed {
+		t.Fatalf("405 Status %+v (details %+v), want MethodNotAllowed, the router's message and empty details\nrequest:\n%s", status, status.Details, req)
+	}
 }

@@ -250,6 +250,10 @@ func startServer() (*liveServer, error) {
 		s.close()
 		return nil, err
 	}
+	if err := s.setUpNodeGraph(ctx); err != nil {
+		s.close()
+		return nil, err
+	}
 	if err := s.discover(ctx, rs); err != nil {
 		s.close()
 		return nil, err
