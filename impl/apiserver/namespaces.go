@@ -40,7 +40,6 @@ func (s *Server) getNamespace(ctx context.Context, name string, fresh bool) (*co
 // ends. Run calls it before serving.
 func (s *Server) EnsureSystemNamespaces(ctx context.Context) error {
 	if s.nsHandler == nil {
-		s.bootstrapped.Store(true)
 		return nil
 	}
 	info := &request.Info{IsResourceRequest: true, Verb: "create", APIVersion: "v1", Resource: "namespaces"}
@@ -65,6 +64,5 @@ func (s *Server) EnsureSystemNamespaces(ctx context.Context) error {
 			}
 		}
 	}
-	s.bootstrapped.Store(true)
 	return nil
 }

@@ -58,7 +58,6 @@ import (
 	"net/http"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -289,8 +288,6 @@ type Server struct {
 	handler   http.Handler
 	destroy   []storage.DestroyFunc
 	closeOnce sync.Once
-	// bootstrapped is set once the system namespaces exist.
-	bootstrapped atomic.Bool
 	// health is what /healthz, /livez and /readyz check (health.go).
 	health *health
 	// kubeletProxy serves pods/log, pods/exec and nodes/proxy.
