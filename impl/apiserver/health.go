@@ -168,10 +168,22 @@ func (s *Server) checkEtcd(ctx context.Context) error {
 	if s.nsStore == nil {
 		return nil
 	}
+	return etcdHealth(ctx, func(ctx context.Context) error {
+		var ns = s.nsHandler.Resource().New()
+		return s.nsStore.Get(ctx, "/namespaces/default", storage.GetOptions{IgnoreNotFound: true}, ns)
+	})
+}
+
+// etcdHealth runs read with kube-apiserver's etcd health check timeout
+// (2 s) and words its failure as that check does ("error getting data
+// from etcd: ..."), which /readyz/etcd shows.
+func etcdHealth(ctx context.Context, read func(context.Context) error) error {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
-	var ns = s.nsHandler.Resource().New()
-	return s.nsStore.Get(ctx, "/namespaces/default", storage.GetOptions{IgnoreNotFound: true}, ns)
+	if err := read(ctx); err != nil {
+		return fmt.Errorf("error getting data from etcd: %w", err)
+	}
+	return nil
 }
 
 // logCheck is kube-apiserver's "log" check: from the first check on, a

@@ -2,6 +2,7 @@ package apiserver
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -102,5 +103,21 @@ func TestLogCheckFailsWhenFlushBlocks(t *testing.T) {
 	now.Add(int64(time.Hour))
 	if err := l.check(context.Background()); err == nil || err.Error() != "logging blocked" {
 		t.Errorf("check with the flush blocked for an hour: %v, want logging blocked", err)
+	}
+}
+
+func TestEtcdHealthWordsItsFailureAsUpstream(t *testing.T) {
+	cause := errors.New("etcdserver: request timed out")
+	err := etcdHealth(context.Background(), func(context.Context) error { return cause })
+	if err == nil || err.Error() != "error getting data from etcd: etcdserver: request timed out" || !errors.Is(err, cause) {
+		t.Errorf("etcdHealth: %v", err)
+	}
+	if err := etcdHealth(context.Background(), func(ctx context.Context) error {
+		if _, ok := ctx.Deadline(); !ok {
+			return errors.New("no timeout")
+		}
+		return nil
+	}); err != nil {
+		t.Errorf("etcdHealth of a healthy read: %v", err)
 	}
 }
