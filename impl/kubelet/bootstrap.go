@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto"
 	"crypto/rand"
+	"crypto/rsa"
 	"crypto/sha512"
 	"crypto/x509"
 	"crypto/x509/pkix"
@@ -204,7 +205,7 @@ func validKubeconfig(path string, now time.Time) (bool, string) {
 // key, and waits until it is issued.
 func requestClientCertificate(ctx context.Context, client kubernetes.Interface, key crypto.Signer, nodeName string) ([]byte, error) {
 	subject := pkix.Name{CommonName: nodeUserPrefix + nodeName, Organization: []string{nodesGroup}}
-	usages := []certificatesv1.KeyUsage{certificatesv1.UsageDigitalSignature, certificatesv1.UsageClientAuth}
+	usages := bootstrapUsages(key)
 	der, err := x509.CreateCertificateRequest(rand.Reader, &x509.CertificateRequest{Subject: subject}, key)
 	if err != nil {
 		return nil, fmt.Errorf("creating certificate request: %w", err)
@@ -219,6 +220,19 @@ func requestClientCertificate(ctx context.Context, client kubernetes.Interface, 
 		return nil, fmt.Errorf("creating CertificateSigningRequest: %w", err)
 	}
 	return waitForCertificate(ctx, client, name)
+}
+
+// bootstrapUsages are the key usages a bootstrap request asks for with
+// key, as upstream's bootstrap: digital signature and client auth, then
+// key encipherment for an RSA key only (an ECDSA key, the one a kubelet
+// makes, cannot encipher). The order matters: it is part of the request's
+// name (bootstrapCSRName). Pure.
+func bootstrapUsages(key crypto.Signer) []certificatesv1.KeyUsage {
+	usages := []certificatesv1.KeyUsage{certificatesv1.UsageDigitalSignature, certificatesv1.UsageClientAuth}
+	if _, ok := key.(*rsa.PrivateKey); ok {
+		usages = append(usages, certificatesv1.UsageKeyEncipherment)
+	}
+	return usages
 }
 
 // bootstrapCSRName is node-csr-<digest of pub, subject and usages>: the
