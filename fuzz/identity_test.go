@@ -593,7 +593,7 @@ func (s *liveServer) checkUnservedMethod(t *testing.T, ctx context.Context, req 
 		return
 	}
 	routed := slices.Contains([]string{"", "seed", "a", "b"}, attrs.name) && attrs.sub != "proxy" &&
-		!strings.HasSuffix(req.path, "/") && !strings.Contains(req.path, "//")
+		!strings.HasSuffix(req.path, "/") && !strings.Contains(req.path, "//") && s.hasRoute(req, attrs)
 	negotiable := slices.Contains([]string{"", "*/*", "application/json", "application/yaml", protobufAccept}, req.accept)
 	if !routed || !negotiable {
 		return
@@ -606,4 +606,34 @@ func (s *liveServer) checkUnservedMethod(t *testing.T, ctx context.Context, req 
 		len(status.Details.Causes) > 0 || status.Code != http.StatusMethodNotAllowed {
 		t.Fatalf("405 Status %+v (details %+v), want MethodNotAllowed, the router's message and empty details\nrequest:\n%s", status, status.Details, req)
 	}
+}
+
+// hasRoute reports whether kube-apiserver registers a route for the path
+// of req (for some method): a subresource's path when it is discovered,
+// an object's path when its resource has a verb on objects (get, update,
+// patch, delete), a collection's when it has one on collections (list,
+// watch, create, deletecollection) — review resources, create only, have
+// no object path (a 404 whatever the method).
+func (s *liveServer) hasRoute(req fuzzRequest, a authzAttrs) bool {
+	if req.res == nil {
+		return false
+	}
+	name := a.resource
+	if a.sub != "" {
+		name += "/" + a.sub
+	}
+	var verbs []string
+	for _, d := range s.discovered {
+		if d.root == req.res.root && d.Name == name {
+			verbs = d.Verbs
+		}
+	}
+	want := []string{"list", "watch", "create", "deletecollection"}
+	switch {
+	case a.sub != "":
+		return len(verbs) > 0
+	case a.name != "":
+		want = []string{"get", "update", "patch", "delete"}
+	}
+	return slices.ContainsFunc(verbs, func(v string) bool { return slices.Contains(want, v) })
 }
