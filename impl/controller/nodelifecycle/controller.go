@@ -100,6 +100,10 @@ type Controller struct {
 	// the last pass, and the NoExecute taints added per zone.
 	zoneStats map[string]zoneStats
 	evictions map[string]int
+	// known are the nodes a monitor pass has seen, by name, with their
+	// UIDs: a node new to it is announced with RegisteredNode, one gone
+	// with RemovingNode.
+	known map[string]types.UID
 }
 
 // New wires the controller to shared informers.
@@ -109,7 +113,7 @@ func New(client kubernetes.Interface, nodes coreinformers.NodeInformer, leases c
 	}
 	c := &Controller{
 		zoneStates: map[string]ZoneState{}, buckets: map[string]*TokenBucket{}, pending: map[string][]string{}, queued: map[string]string{},
-		zoneStats: map[string]zoneStats{}, evictions: map[string]int{},
+		zoneStats: map[string]zoneStats{}, evictions: map[string]int{}, known: map[string]types.UID{},
 		client: client, nodeLister: nodes.Lister(), leaseLister: leases.Lister(), podLister: pods.Lister(),
 		podIndexer: pods.Informer().GetIndexer(),
 		synced:     []cache.InformerSynced{nodes.Informer().HasSynced, leases.Informer().HasSynced, pods.Informer().HasSynced},
@@ -217,6 +221,7 @@ func (c *Controller) MonitorNodes(ctx context.Context) {
 		return
 	}
 	now := c.clock.Now()
+	c.announceNodes(nodes)
 	seen := map[string]bool{}
 	zones := map[string][]corev1.ConditionStatus{}
 	for _, node := range nodes {
@@ -270,6 +275,59 @@ func (c *Controller) MonitorNodes(ctx context.Context) {
 	}
 	c.mu.Unlock()
 	c.handleDisruption(ctx, zones, nodes, now)
+}
+
+// announceNodes records RegisteredNode for each node of nodes the
+// controller has not seen before and RemovingNode for each known node no
+// longer among them, as kube-controller-manager's node lifecycle
+// controller does on every monitor pass (so again for every node after a
+// restart): on the node by its UID, "Node <name> event: Registered Node
+// <name> in Controller" and "... Removing Node <name> from Controller".
+func (c *Controller) announceNodes(nodes []*corev1.Node) {
+	c.mu.Lock()
+	added, removed := classifyNodes(c.known, nodes)
+	for _, n := range added {
+		c.known[n.Name] = n.UID
+	}
+	for name := range removed {
+		delete(c.known, name)
+	}
+	c.mu.Unlock()
+	for _, n := range added {
+		c.nodeEvent(n.Name, n.UID, "RegisteredNode", fmt.Sprintf("Registered Node %s in Controller", n.Name))
+	}
+	for name, uid := range removed {
+		c.nodeEvent(name, uid, "RemovingNode", fmt.Sprintf("Removing Node %s from Controller", name))
+	}
+}
+
+// classifyNodes returns the nodes of nodes not in known, and the known
+// nodes (name to UID) not among nodes. A node recreated under the same
+// name is the same node to it, as to upstream's controller.
+func classifyNodes(known map[string]types.UID, nodes []*corev1.Node) (added []*corev1.Node, removed map[string]types.UID) {
+	present := make(map[string]bool, len(nodes))
+	for _, n := range nodes {
+		present[n.Name] = true
+		if _, ok := known[n.Name]; !ok {
+			added = append(added, n)
+		}
+	}
+	for name, uid := range known {
+		if !present[name] {
+			if removed == nil {
+				removed = map[string]types.UID{}
+			}
+			removed[name] = uid
+		}
+	}
+	return added, removed
+}
+
+// nodeEvent records a Normal event about the node name (uid), its message
+// prefixed "Node <name> event: " as upstream's node events.
+func (c *Controller) nodeEvent(name string, uid types.UID, reason, event string) {
+	ref := &corev1.ObjectReference{APIVersion: "v1", Kind: "Node", Name: name, UID: uid}
+	c.recorder.Eventf(ref, corev1.EventTypeNormal, reason, "Node %s event: %s", name, event)
 }
 
 func (c *Controller) apply(ctx context.Context, node *corev1.Node, dec NodeDecision) error {
