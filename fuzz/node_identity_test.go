@@ -542,7 +542,7 @@ func checkNode(t *testing.T, r fuzzRequest, st nodeState, code int, body []byte)
 	if err := json.Unmarshal(body, &status); err != nil || status.Kind != "Status" {
 		t.Fatalf("node request answered %d without a Status: %s\nrequest:\n%s", code, body, r)
 	}
-	if status.Message != wantMsg || status.Reason != metav1.StatusReasonForbidden {
+	if !refusal(status.Message, wantMsg) || status.Reason != metav1.StatusReasonForbidden {
 		t.Fatalf("node request refused with %s %q, want Forbidden %q\nrequest:\n%s", status.Reason, status.Message, wantMsg, r)
 	}
 }
