@@ -9,7 +9,6 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/base64"
-	"encoding/binary"
 	"encoding/pem"
 	"errors"
 	"fmt"
@@ -235,8 +234,14 @@ func bootstrapUsages(key crypto.Signer) []certificatesv1.KeyUsage {
 	return usages
 }
 
-// bootstrapCSRName is node-csr-<digest of pub, subject and usages>: the
-// same key asking the same again names the same request.
+// bootstrapCSRName is the bootstrap request's name, byte for byte as
+// upstream's kubelet names it, so the same key asking the same again
+// names the same request (a restarted kubelet finds its pending one):
+// node-csr- and the unpadded base64url SHA-512/256 of, in this order, the
+// key's PKIX public key, the subject's common name, each organization and
+// each usage, every one written unpadded-base64url-encoded and followed
+// by "|" (a byte outside that alphabet, so no two inputs run together
+// into the same stream). Pure.
 func bootstrapCSRName(pub crypto.PublicKey, subject pkix.Name, usages []certificatesv1.KeyUsage) (string, error) {
 	der, err := x509.MarshalPKIXPublicKey(pub)
 	if err != nil {
@@ -244,10 +249,8 @@ func bootstrapCSRName(pub crypto.PublicKey, subject pkix.Name, usages []certific
 	}
 	h := sha512.New512_256()
 	field := func(b []byte) {
-		var n [8]byte
-		binary.BigEndian.PutUint64(n[:], uint64(len(b)))
-		h.Write(n[:])
-		h.Write(b)
+		h.Write([]byte(base64.RawURLEncoding.EncodeToString(b)))
+		h.Write([]byte{'|'})
 	}
 	field(der)
 	field([]byte(subject.CommonName))
@@ -265,7 +268,9 @@ func bootstrapCSRName(pub crypto.PublicKey, subject pkix.Name, usages []certific
 func waitForCertificate(ctx context.Context, client kubernetes.Interface, name string) ([]byte, error) {
 	csrs := client.CertificatesV1().CertificateSigningRequests()
 	sel := fields.OneTermEqualSelector("metadata.name", name).String()
-	lw := &cache.ListWatch{
+	// Wrapped as client-go's own wait for a certificate wraps it, so a
+	// client that cannot stream a watch's initial list (a fake) is listed.
+	lw := cache.ToListWatcherWithWatchListSemantics(&cache.ListWatch{
 		ListFunc: func(opts metav1.ListOptions) (runtime.Object, error) {
 			opts.FieldSelector = sel
 			return csrs.List(ctx, opts)
@@ -274,7 +279,7 @@ func waitForCertificate(ctx context.Context, client kubernetes.Interface, name s
 			opts.FieldSelector = sel
 			return csrs.Watch(ctx, opts)
 		},
-	}
+	}, client)
 	var certPEM []byte
 	var refused error
 	_, err := watchtools.UntilWithSync(ctx, lw, &certificatesv1.CertificateSigningRequest{}, nil, func(ev watch.Event) (bool, error) {
