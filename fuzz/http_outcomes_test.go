@@ -88,7 +88,8 @@ func TestHTTPIdentitiesReachEveryOutcome(t *testing.T) {
 // knows is reached: over random inputs, its own Node written and another's
 // refused, a label refused by NodeRestriction, its own Lease written and
 // another's refused, a secret of its pod read and another refused by the
-// graph.
+// graph, its pod's status written and another's refused by
+// NodeRestriction.
 func TestNodeRequestsReachEveryOutcome(t *testing.T) {
 	s := server(t)
 	rng := rand.New(rand.NewSource(3))
@@ -105,6 +106,9 @@ func TestNodeRequestsReachEveryOutcome(t *testing.T) {
 		checkNode(t, req, st, code, body)
 		a, _ := requestAttrs(req.method, req.path+"?"+req.query.Encode())
 		key := a.resource
+		if a.sub != "" {
+			key += "/" + a.sub
+		}
 		switch {
 		case code/100 == 2 && req.method != "GET":
 			key += " write accepted"
@@ -118,6 +122,8 @@ func TestNodeRequestsReachEveryOutcome(t *testing.T) {
 			key += " other lease refused"
 		case code == 403 && strings.Contains(string(body), "no relationship found"):
 			key += " no relationship"
+		case code == 403 && strings.Contains(string(body), "set to itself"), code == 403 && strings.Contains(string(body), "labels through pod status"):
+			key += " other pod refused"
 		default:
 			key += fmt.Sprintf(" %d", code)
 		}
@@ -125,7 +131,8 @@ func TestNodeRequestsReachEveryOutcome(t *testing.T) {
 	}
 	t.Logf("outcomes: %v", counts)
 	for _, c := range []string{"nodes write accepted", "nodes labels refused", "nodes other node refused", "leases write accepted", "leases other lease refused",
-		"secrets read", "secrets no relationship", "configmaps read", "pods read", "pods no relationship"} {
+		"secrets read", "secrets no relationship", "configmaps read", "pods read", "pods no relationship",
+		"pods/status write accepted", "pods/status other pod refused"} {
 		if counts[c] == 0 {
 			t.Errorf("no %q in 400 random node requests: %v", c, counts)
 		}

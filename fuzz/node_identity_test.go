@@ -5,9 +5,9 @@ package fuzz
 // Node (its own or another's: create, update, merge patch, of the object
 // or its status, with labels NodeRestriction lets a kubelet set and
 // labels it does not, sometimes a taint), a Lease (its own or another's,
-// in kube-node-lease or elsewhere), or reads the secrets, configmaps and
+// in kube-node-lease or elsewhere), reads the secrets, configmaps and
 // pods of fuzzNodeNS, where one pod bound to the node references some and
-// one bound to another node others. The oracle (expectNode) gives the
+// one bound to another node others, or patches those pods' status. The oracle (expectNode) gives the
 // exact answer kube-apiserver 1.37 gives, written from its Node
 // authorizer (the Node rules with AuthorizeNodeWithSelectors, on by
 // default, and the graph paths node <- pod <- secret/configmap) and
@@ -207,6 +207,12 @@ func (s *liveServer) buildNodeRequest(in *input) fuzzRequest {
 			if r.method == "PATCH" {
 				r.contentType, r.body = "application/merge-patch+json", []byte(`{"metadata":{"labels":{"a":"b"}}}`)
 			}
+			if res == "pods" && in.bool() {
+				// A pod's status, which the node may write for its own
+				// pods, its labels excepted.
+				r.method, r.path, r.contentType = "PATCH", r.path+"/status", "application/merge-patch+json"
+				r.body = []byte(pick(in, []string{`{"status":{"message":"m"}}`, `{"metadata":{"labels":{"a":"b"}}}`}))
+			}
 		default:
 			r.method, r.path = "GET", coll+"/"+pick(in, names)
 		}
@@ -353,6 +359,23 @@ func expectNode(r fuzzRequest, st nodeState) (int, string) {
 			return http.StatusOK, ""
 		}
 		return http.StatusNotFound, ""
+	}
+	if a.resource == "pods" && a.sub == "status" {
+		if a.verb != "update" && a.verb != "patch" {
+			return deny("")
+		}
+		// Allowed by the authorizer; NodeRestriction decides, on the
+		// pod read first (a 404 when there is none).
+		if a.ns != fuzzNodeNS || !slices.Contains(nodeExisting["pods"], a.name) {
+			return http.StatusNotFound, ""
+		}
+		if a.name != "node-pod" {
+			return admissionDeny("pods", a.name, fmt.Sprintf("node %q can only update pod status for pods with spec.nodeName set to itself", fuzzNodeName))
+		}
+		if strings.Contains(string(r.body), `"labels"`) {
+			return admissionDeny("pods", a.name, fmt.Sprintf("node %q cannot update labels through pod status", fuzzNodeName))
+		}
+		return http.StatusOK, ""
 	}
 	if a.resource == "pods" {
 		switch a.verb {
