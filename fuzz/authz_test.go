@@ -14,6 +14,7 @@ import (
 
 	"github.com/kubeproof/kubeproof/impl/apiserver/auth/rbac"
 	"github.com/kubeproof/kubeproof/impl/apiserver/request"
+	"github.com/kubeproof/kubeproof/impl/controller/clusterroleaggregation"
 )
 
 // FuzzAuthorization decodes a small RBAC policy (ClusterRoles and Roles
@@ -24,23 +25,22 @@ import (
 // ServiceAccount subjects, some naming roles that do not exist) and one
 // request (user, groups, verb and either a resource request or a
 // non-resource path) from the fuzzer's bytes, and whether the
-// clusterrole-aggregation controller has run: if it has, every aggregated
-// ClusterRole is stored with the rules rbac.AggregateClusterRoles (the
-// controller's decision) gives it; if not, with the rules it was created
-// with. It decides the request with rbac.NewPolicy(stored
+// clusterrole-aggregation controller has run: if not, every ClusterRole is
+// stored with the rules it was created with; if it has, as
+// referenceSettle leaves them — every aggregated role synced in name
+// order, round after round until a round changes nothing, by upstream's
+// sync rule, the result written as a forced server-side apply of .rules
+// writes it. It decides the request with rbac.NewPolicy(stored
 // objects).Allows. Properties:
 //   - nothing panics;
+//   - at every sync referenceSettle makes, from the roles as created to
+//     the settled ones, the controller's decision
+//     (clusterroleaggregation.AggregatedRules on the roles stored at that
+//     moment) is the reference's sync rule's, rules and order;
 //   - the decision equals that of referenceAllows, a deliberately plain
 //     evaluation of Kubernetes' documented RBAC semantics written for
-//     this test (a differential oracle), on the rules each role stores:
-//     an aggregated role's own rules before the controller has run (its
-//     selectors count for nothing), and after it the rules the controller
-//     converges to (referenceAggregate, which runs that controller's sync
-//     rule until nothing changes);
-//   - rbac.AggregateClusterRoles, what the controller writes, gives every
-//     ClusterRole the rules referenceAggregate does, in the same order (as
-//     a set for a role whose selections reach a cycle, where upstream's
-//     order depends on the order of its syncs);
+//     this test (a differential oracle), on the rules each role stores
+//     (the authorizer never evaluates selectors);
 //   - a denial carries an "RBAC: " reason exactly when a binding that
 //     applies to the user names a missing role, and an allow names a
 //     binding.
@@ -88,9 +88,13 @@ var authzSeeds = []struct {
 	{"aggregated role grants a selected role's rules", seedAgg([][]byte{nil, rules(rule("get", "", "pods"))}, getPods,
 		slices.Concat(aggregates(0, sel("x", 1, "1")), aggregates(1))), true},
 	{"aggregated role's own rules are replaced", seedAgg([][]byte{rules(rule("get", "", "pods")), rules(rule("list", "", "pods"))}, getPods,
-		slices.Concat(aggregates(0, sel("x", 1, "2")), aggregates(1))), false},
-	{"a role selecting itself takes nothing from itself", seedAgg([][]byte{rules(rule("get", "", "pods"))}, getPods,
-		aggregates(1, sel("x", 5))), false},
+		slices.Concat(aggregates(0, sel("x", 1, "1")), aggregates(1))), false},
+	{"an aggregated role selecting nothing keeps the rules it was created with", seedAgg([][]byte{rules(rule("get", "", "pods")), rules(rule("list", "", "pods"))}, getPods,
+		slices.Concat(aggregates(0, sel("x", 1, "2")), aggregates(1))), true},
+	{"a selected aggregated role with an empty aggregate passes on the rules it was created with", seedAgg([][]byte{nil, rules(rule("get", "", "pods"))}, getPods,
+		slices.Concat(aggregates(0, sel("x", 1, "1")), aggregates(1, sel("y", 1, "2")))), true},
+	{"a role selecting itself takes nothing from itself", seedAgg([][]byte{rules(rule("get", "", "pods")), rules(rule("list", "", "pods"))}, getPods,
+		slices.Concat(aggregates(1, sel("x", 5)), aggregates(1))), false},
 	{"nested aggregation", seedAgg([][]byte{nil, nil, rules(rule("get", "", "pods"))}, getPods,
 		slices.Concat(aggregates(0, sel("x", 3, 0, "1")), aggregates(1, sel("y", 1, "1")), aggregates(3))), true},
 	{"cycle of aggregated roles", seedAgg([][]byte{nil, nil, rules(rule("get", "", "pods"))}, getPods,
@@ -111,7 +115,7 @@ var authzSeeds = []struct {
 	{"before the controller runs, a selected role's rules are not granted", seedAgg([][]byte{nil, rules(rule("get", "", "pods"))}, getPods,
 		slices.Concat(aggregates(0, sel("x", 1, "1")), aggregates(1), notAggregatedYet)), false},
 	{"before the controller runs, an aggregated role's own rules are granted", seedAgg([][]byte{rules(rule("get", "", "pods")), rules(rule("list", "", "pods"))}, getPods,
-		slices.Concat(aggregates(0, sel("x", 1, "2")), aggregates(1), notAggregatedYet)), true},
+		slices.Concat(aggregates(0, sel("x", 1, "1")), aggregates(1), notAggregatedYet)), true},
 }
 
 // notAggregatedYet is the byte after the aggregation section that says the
@@ -121,12 +125,15 @@ var notAggregatedYet = []byte{1}
 var getPods = req("alice", "get", "", "pods", "", "ns1", "")
 
 // aggregatedSeedVerbs is, for the aggregation seeds, the verb of each rule
-// c0 ends with, in order; TestAuthorizationSeeds checks it on both the
-// reference and rbac.AggregateClusterRoles.
+// c0 stores once the controller has run (referenceSettle, whose every
+// sync TestAuthorizationSeeds also checks against the controller's
+// decision), in order.
 var aggregatedSeedVerbs = map[string][]string{
-	"aggregated role grants a selected role's rules":                         {"get"},
-	"aggregated role's own rules are replaced":                               {},
-	"a role selecting itself takes nothing from itself":                      {},
+	"aggregated role grants a selected role's rules":                                             {"get"},
+	"aggregated role's own rules are replaced":                                                   {"list"},
+	"an aggregated role selecting nothing keeps the rules it was created with":                   {"get"},
+	"a selected aggregated role with an empty aggregate passes on the rules it was created with": {"get"},
+	"a role selecting itself takes nothing from itself":                                          {"list"},
 	"nested aggregation":                                                     {"get"},
 	"cycle of aggregated roles":                                              {"get"},
 	"NotIn selects unlabelled roles":                                         {"get"},
@@ -135,7 +142,7 @@ var aggregatedSeedVerbs = map[string][]string{
 	"second selector's roles after the first's":                              {"list", "get"},
 	"an empty list equals none":                                              {"get"},
 	"before the controller runs, a selected role's rules are not granted":    {"get"},
-	"before the controller runs, an aggregated role's own rules are granted": {},
+	"before the controller runs, an aggregated role's own rules are granted": {"list"},
 }
 
 // rules is a ClusterRole's or Role's rule list.
@@ -287,22 +294,13 @@ type authzPolicy struct {
 }
 
 // storedClusterRoles returns the ClusterRoles as stored: as created, or,
-// once the controller has run, the aggregated ones holding the rules
-// rbac.AggregateClusterRoles (the controller's decision) gives them.
+// once the controller has run, as referenceSettle leaves them.
 func (p *authzPolicy) storedClusterRoles() []*rbacv1.ClusterRole {
 	if !p.aggregatorRan {
 		return p.clusterRoles
 	}
-	written := rbac.AggregateClusterRoles(p.clusterRoles)
-	out := make([]*rbacv1.ClusterRole, 0, len(p.clusterRoles))
-	for _, r := range p.clusterRoles {
-		if r.AggregationRule != nil {
-			r = r.DeepCopy()
-			r.Rules = written[r.Name]
-		}
-		out = append(out, r)
-	}
-	return out
+	settled, _ := referenceSettle(p.clusterRoles, nil)
+	return settled
 }
 
 // decodeAuthz reads, one byte per choice: the ClusterRoles (count 0–3,
@@ -521,10 +519,10 @@ func checkAuthz(t *testing.T, p *authzPolicy, r *authzRequest) {
 
 // referenceAllows is the oracle: Kubernetes' RBAC semantics as documented
 // (https://kubernetes.io/docs/reference/access-authn-authz/rbac/), written
-// as plainly as possible, on the rules each role stores: for an aggregated
-// ClusterRole, its own rules until the controller has run and the
-// controller's converged rules (referenceAggregate) after. missing reports whether a binding that applies
-// to the user names a role that does not exist.
+// as plainly as possible, on the rules each role stores
+// (storedClusterRoles: an aggregated ClusterRole's selectors count for
+// nothing here). missing reports whether a binding that applies to the
+// user names a role that does not exist.
 func referenceAllows(p *authzPolicy, r *authzRequest) (allowed, missing bool) {
 	u, req := &r.user, &r.info
 	namespace := ""
@@ -546,13 +544,10 @@ func referenceAllows(p *authzPolicy, r *authzRequest) (allowed, missing bool) {
 		}
 		return false
 	}
-	aggregated, _ := referenceAggregate(p.clusterRoles)
+	stored := p.storedClusterRoles()
 	rulesOf := func(ref rbacv1.RoleRef, bindingNamespace string) ([]rbacv1.PolicyRule, bool) {
-		for _, cr := range p.clusterRoles {
+		for _, cr := range stored {
 			if ref.Kind == "ClusterRole" && cr.Name == ref.Name {
-				if cr.AggregationRule != nil && p.aggregatorRan {
-					return aggregated[cr.Name], true
-				}
 				return cr.Rules, true
 			}
 		}
@@ -588,128 +583,91 @@ func referenceAllows(p *authzPolicy, r *authzRequest) (allowed, missing bool) {
 	return allowed, missing
 }
 
-// referenceAggregate is the oracle of the clusterrole-aggregation
-// controller: the rules each ClusterRole holds once the controller has
-// converged. It keeps a stored copy of every role's rules and applies the
-// controller's sync rule to each aggregated role, in name order, until a
-// whole round changes nothing: for each selector in order, the roles it
-// matches sorted by name, the role itself skipped, each of their stored
-// rules appended unless a semantically equal one (apimachinery's
-// equality.Semantic, under which a nil list equals an empty one) is
-// already there. Aggregated roles start without rules: the controller is
-// taken to own .rules (server-side apply with force), so a role's own rules
-// never survive it. For roles whose selections form a cycle the result is
-// then the least fixed point; upstream's depends on the rules stored before
-// and on the order of its syncs (and the order may never settle), so
-// ordered reports, per role, whether its rules' order is well defined: the
-// role reaches no cycle of aggregated roles and the rounds converged.
-func referenceAggregate(roles []*rbacv1.ClusterRole) (rules map[string][]rbacv1.PolicyRule, ordered map[string]bool) {
+// referenceSync is the oracle of the clusterrole-aggregation
+// controller's sync of one aggregated role r, on the ClusterRoles as
+// stored at that moment (roles): for each selector in order, the roles it
+// matches sorted by name, r itself skipped, each of their stored rules —
+// aggregated or not, nothing expanded — appended unless a semantically
+// equal one (apimachinery's equality.Semantic, under which a nil list
+// equals an empty one) is already there.
+func referenceSync(r *rbacv1.ClusterRole, roles []*rbacv1.ClusterRole) []rbacv1.PolicyRule {
 	sorted := slices.Clone(roles)
 	slices.SortFunc(sorted, func(a, b *rbacv1.ClusterRole) int { return strings.Compare(a.Name, b.Name) })
-	stored := map[string][]rbacv1.PolicyRule{}
-	for _, r := range sorted {
-		if r.AggregationRule == nil {
-			stored[r.Name] = r.Rules
+	out := []rbacv1.PolicyRule{}
+	for _, sel := range r.AggregationRule.ClusterRoleSelectors {
+		s, err := metav1.LabelSelectorAsSelector(&sel)
+		if err != nil {
+			continue // decodeSelector makes only valid selectors
 		}
-	}
-	selects := func(r, other *rbacv1.ClusterRole) []bool {
-		var out []bool
-		for _, sel := range r.AggregationRule.ClusterRoleSelectors {
-			s, err := metav1.LabelSelectorAsSelector(&sel)
-			out = append(out, err == nil && s.Matches(labels.Set(other.Labels)))
-		}
-		return out
-	}
-	sync := func(r *rbacv1.ClusterRole) []rbacv1.PolicyRule {
-		out := []rbacv1.PolicyRule{}
-		for i := range r.AggregationRule.ClusterRoleSelectors {
-			for _, other := range sorted {
-				if other.Name == r.Name || !selects(r, other)[i] {
-					continue
-				}
-				for _, rule := range stored[other.Name] {
-					if !slices.ContainsFunc(out, func(have rbacv1.PolicyRule) bool { return equality.Semantic.DeepEqual(have, rule) }) {
-						out = append(out, rule)
-					}
+		for _, other := range sorted {
+			if other.Name == r.Name || !s.Matches(labels.Set(other.Labels)) {
+				continue
+			}
+			for _, rule := range other.Rules {
+				if !slices.ContainsFunc(out, func(have rbacv1.PolicyRule) bool { return equality.Semantic.DeepEqual(have, rule) }) {
+					out = append(out, rule)
 				}
 			}
 		}
-		return out
 	}
-	converged := false
-	for round := 0; round < 4*len(sorted)+4 && !converged; round++ {
-		converged = true
-		for _, r := range sorted {
+	return out
+}
+
+// referenceSettle returns the ClusterRoles as stored once the controller
+// has run over roles (as created): it syncs every aggregated role in name
+// order (referenceSync on the roles stored at that moment), round after
+// round until a round changes nothing or 4n+4 rounds have run, and writes
+// each result as the controller's forced server-side apply of .rules does
+// (.rules is an atomic list): a sync equal to the stored rules writes
+// nothing; a non-empty one replaces them and the controller's field
+// manager owns them; an empty one carries no rules, so it removes them
+// only when that manager owns them — a role created with rules keeps them
+// until a non-empty aggregate first replaces them. With decide set (the
+// implementation's decision), each sync also asks decide on the same
+// stored roles and returns an error at the first answer that differs from
+// the reference's, rules or order.
+func referenceSettle(roles []*rbacv1.ClusterRole, decide func(*rbacv1.ClusterRole, []*rbacv1.ClusterRole) ([]rbacv1.PolicyRule, error)) ([]*rbacv1.ClusterRole, error) {
+	stored := make([]*rbacv1.ClusterRole, len(roles))
+	for i, r := range roles {
+		stored[i] = r.DeepCopy()
+	}
+	slices.SortFunc(stored, func(a, b *rbacv1.ClusterRole) int { return strings.Compare(a.Name, b.Name) })
+	owned := map[string]bool{}
+	for round := 0; round < 4*len(stored)+4; round++ {
+		changed := false
+		for _, r := range stored {
 			if r.AggregationRule == nil {
 				continue
 			}
-			if next := sync(r); !equality.Semantic.DeepEqual(next, stored[r.Name]) {
-				stored[r.Name], converged = next, false
-			}
-		}
-	}
-	// reach[a][b]: aggregated role a takes rules from aggregated role b,
-	// directly or through others.
-	reach := map[string]map[string]bool{}
-	for _, r := range sorted {
-		reach[r.Name] = map[string]bool{}
-		if r.AggregationRule == nil {
-			continue
-		}
-		for _, other := range sorted {
-			if other.Name != r.Name && other.AggregationRule != nil && slices.Contains(selects(r, other), true) {
-				reach[r.Name][other.Name] = true
-			}
-		}
-	}
-	for _, k := range sorted {
-		for _, a := range sorted {
-			for _, b := range sorted {
-				if reach[a.Name][k.Name] && reach[k.Name][b.Name] {
-					reach[a.Name][b.Name] = true
+			want := referenceSync(r, stored)
+			if decide != nil {
+				got, err := decide(r, stored)
+				if err != nil || !equality.Semantic.DeepEqual(got, want) {
+					return nil, fmt.Errorf("round %d, sync of %s: the controller decides %+v (%v), the reference %+v", round, r.Name, got, err, want)
 				}
 			}
-		}
-	}
-	ordered = map[string]bool{}
-	for _, r := range sorted {
-		ordered[r.Name] = converged && !reach[r.Name][r.Name]
-		for b := range reach[r.Name] {
-			if reach[b][b] {
-				ordered[r.Name] = false
+			switch {
+			case equality.Semantic.DeepEqual(want, r.Rules):
+			case len(want) > 0:
+				r.Rules, owned[r.Name], changed = want, true, true
+			case owned[r.Name]:
+				r.Rules, owned[r.Name], changed = nil, false, true
 			}
 		}
-	}
-	return stored, ordered
-}
-
-// sameRuleSet reports whether a and b hold semantically equal rules, in
-// any order.
-func sameRuleSet(a, b []rbacv1.PolicyRule) bool {
-	in := func(xs, ys []rbacv1.PolicyRule) bool {
-		for _, x := range xs {
-			if !slices.ContainsFunc(ys, func(y rbacv1.PolicyRule) bool { return equality.Semantic.DeepEqual(x, y) }) {
-				return false
-			}
+		if !changed {
+			break
 		}
-		return true
 	}
-	return in(a, b) && in(b, a)
+	return stored, nil
 }
 
-// checkAggregation compares rbac.AggregateClusterRoles with
-// referenceAggregate: the same rules in the same order, or the same set
-// where the order is not well defined.
+// checkAggregation holds the controller's decision
+// (clusterroleaggregation.AggregatedRules) to referenceSync at every sync
+// of referenceSettle.
 func checkAggregation(t *testing.T, p *authzPolicy) {
 	t.Helper()
-	got := rbac.AggregateClusterRoles(p.clusterRoles)
-	want, ordered := referenceAggregate(p.clusterRoles)
-	for _, r := range p.clusterRoles {
-		g, w := got[r.Name], want[r.Name]
-		if ordered[r.Name] && !equality.Semantic.DeepEqual(g, w) || !sameRuleSet(g, w) {
-			t.Fatalf("ClusterRole %s aggregates to %+v, the reference to %+v (order checked: %v)\npolicy: %s",
-				r.Name, g, w, ordered[r.Name], describePolicy(p))
-		}
+	if _, err := referenceSettle(p.clusterRoles, clusterroleaggregation.AggregatedRules); err != nil {
+		t.Fatalf("%v\npolicy: %s", err, describePolicy(p))
 	}
 }
 
@@ -776,15 +734,17 @@ func TestAuthorizationSeeds(t *testing.T) {
 			if !ok {
 				return
 			}
-			ref, _ := referenceAggregate(p.clusterRoles)
-			for who, rules := range map[string][]rbacv1.PolicyRule{"reference": ref["c0"], "rbac": rbac.AggregateClusterRoles(p.clusterRoles)["c0"]} {
-				var verbs []string
-				for _, rule := range rules {
-					verbs = append(verbs, rule.Verbs[0])
-				}
-				if !slices.Equal(verbs, want) {
-					t.Errorf("%s: c0 aggregates to %+v, want rules with verbs %v\npolicy: %s", who, rules, want, describePolicy(p))
-				}
+			settled, err := referenceSettle(p.clusterRoles, clusterroleaggregation.AggregatedRules)
+			if err != nil {
+				t.Fatal(err)
+			}
+			c0 := settled[slices.IndexFunc(settled, func(r *rbacv1.ClusterRole) bool { return r.Name == "c0" })]
+			var verbs []string
+			for _, rule := range c0.Rules {
+				verbs = append(verbs, rule.Verbs[0])
+			}
+			if !slices.Equal(verbs, want) {
+				t.Errorf("c0 settles to %+v, want rules with verbs %v\npolicy: %s", c0.Rules, want, describePolicy(p))
 			}
 		})
 	}
@@ -792,13 +752,16 @@ func TestAuthorizationSeeds(t *testing.T) {
 
 // TestAuthorizationReachesAggregation: inputs made by randomly mutating
 // the seeds reach what the aggregation part of FuzzAuthorization is for —
-// allows through an aggregated role, aggregated roles whose several rules'
-// order is checked, nested aggregation, roles reaching a cycle, and
-// semantically equal rules merged, and allows through an aggregated role's
-// own rules before the controller has run — and each passes checkAuthz.
+// allows through an aggregated role once the controller has run, and
+// through its own rules before; settled aggregates of several rules (whose
+// order the controller check holds); nested aggregation (a selected
+// aggregated role storing rules); roles reaching a cycle of aggregated
+// roles; semantically equal rules merged; and an aggregated role whose
+// aggregate is empty keeping the rules it was created with and passing
+// them on to a role selecting it — and each passes checkAuthz.
 func TestAuthorizationReachesAggregation(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 10))
-	var allowedViaAggregate, allowedBeforeAggregation, orderedMany, nested, cyclic, merged int
+	var allowedViaAggregate, allowedBeforeAggregation, many, nested, cyclic, merged, passedOn int
 	for range 3000 {
 		// A seed with one to three bytes replaced and up to 20 random
 		// bytes appended, as the fuzzer's first mutations would (wholly
@@ -812,36 +775,71 @@ func TestAuthorizationReachesAggregation(t *testing.T) {
 		}
 		p, r := decodeAuthz(&input{data: data})
 		checkAuthz(t, p, r)
-		agg, ordered := referenceAggregate(p.clusterRoles)
+		settled, _ := referenceSettle(p.clusterRoles, nil)
+		stored := map[string]*rbacv1.ClusterRole{}
+		for _, cr := range settled {
+			stored[cr.Name] = cr
+		}
+		selects := func(a, b *rbacv1.ClusterRole) bool {
+			if a.AggregationRule == nil || a.Name == b.Name {
+				return false
+			}
+			for _, sel := range a.AggregationRule.ClusterRoleSelectors {
+				if s, err := metav1.LabelSelectorAsSelector(&sel); err == nil && s.Matches(labels.Set(b.Labels)) {
+					return true
+				}
+			}
+			return false
+		}
+		// reach[a][b]: aggregated role a takes rules from aggregated
+		// role b, directly or through others.
+		reach := map[string]map[string]bool{}
+		for _, a := range settled {
+			reach[a.Name] = map[string]bool{}
+			for _, b := range settled {
+				if b.AggregationRule != nil && selects(a, b) {
+					reach[a.Name][b.Name] = true
+				}
+			}
+		}
+		for _, k := range settled {
+			for _, a := range settled {
+				for _, b := range settled {
+					if reach[a.Name][k.Name] && reach[k.Name][b.Name] {
+						reach[a.Name][b.Name] = true
+					}
+				}
+			}
+		}
 		aggregatedNames := map[string]bool{}
-		for _, cr := range p.clusterRoles {
+		for _, cr := range settled {
 			if cr.AggregationRule == nil {
 				continue
 			}
 			aggregatedNames[cr.Name] = true
-			if ordered[cr.Name] && len(agg[cr.Name]) >= 2 {
-				orderedMany++
+			if len(cr.Rules) >= 2 {
+				many++
 			}
-			if !ordered[cr.Name] {
-				cyclic++
+			for b := range reach[cr.Name] {
+				if reach[b][b] {
+					cyclic++
+					break
+				}
 			}
-			var own int
-			for _, other := range p.clusterRoles {
-				if other.Name == cr.Name {
+			var given int
+			for _, other := range settled {
+				if !selects(cr, other) {
 					continue
 				}
-				for _, sel := range cr.AggregationRule.ClusterRoleSelectors {
-					s, _ := metav1.LabelSelectorAsSelector(&sel)
-					if s.Matches(labels.Set(other.Labels)) {
-						own += len(agg[other.Name])
-						if other.AggregationRule != nil && len(agg[other.Name]) > 0 {
-							nested++
-						}
-						break
+				given += len(other.Rules)
+				if other.AggregationRule != nil && len(other.Rules) > 0 {
+					nested++
+					if len(referenceSync(other, settled)) == 0 && len(cr.Rules) > 0 {
+						passedOn++
 					}
 				}
 			}
-			if own > len(agg[cr.Name]) && len(cr.AggregationRule.ClusterRoleSelectors) == 1 {
+			if given > len(cr.Rules) && len(cr.Rules) > 0 && len(cr.AggregationRule.ClusterRoleSelectors) == 1 {
 				merged++
 			}
 		}
@@ -861,11 +859,12 @@ func TestAuthorizationReachesAggregation(t *testing.T) {
 			}
 		}
 	}
-	t.Logf("allowed through an aggregated role %d (before the controller ran %d), ordered aggregates of 2+ rules %d, nested %d, reaching a cycle %d, equal rules merged %d",
-		allowedViaAggregate, allowedBeforeAggregation, orderedMany, nested, cyclic, merged)
+	t.Logf("allowed through an aggregated role %d (before the controller ran %d), settled aggregates of 2+ rules %d, nested %d, reaching a cycle %d, equal rules merged %d, created rules passed on %d",
+		allowedViaAggregate, allowedBeforeAggregation, many, nested, cyclic, merged, passedOn)
 	for what, n := range map[string]int{"allowed through an aggregated role": allowedViaAggregate,
-		"allowed through an aggregated role's own rules before the controller ran": allowedBeforeAggregation, "ordered aggregates of 2+ rules": orderedMany,
-		"nested aggregation": nested, "roles reaching a cycle": cyclic, "equal rules merged": merged} {
+		"allowed through an aggregated role's own rules before the controller ran": allowedBeforeAggregation, "settled aggregates of 2+ rules": many,
+		"nested aggregation": nested, "roles reaching a cycle": cyclic, "equal rules merged": merged,
+		"an empty aggregate's created rules passed on": passedOn} {
 		if n == 0 {
 			t.Errorf("no input reached: %s", what)
 		}

@@ -20,10 +20,12 @@ import (
 // ClusterRole it selects, a second labelled role's rules are appended
 // after them, the bootstrap "view" role (aggregated from
 // system:aggregate-to-view) gets its rules written, and rules leave the
-// aggregate with the label or the role that brought them. The API
-// server's RBAC authorizer reads only the stored rules: a user bound to
-// the aggregated role is refused what the labelled role grants until the
-// controller has written it, then allowed.
+// aggregate with the label or the role that brought them; an aggregated
+// role selecting nothing keeps the rules it was created with and passes
+// them on to a role selecting it. The API server's RBAC authorizer reads
+// only the stored rules: a user bound to the aggregated role is refused
+// what the labelled role grants until the controller has written it, then
+// allowed.
 func TestClusterRoleAggregationUnderRBAC(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts an API server")
@@ -160,4 +162,20 @@ func TestClusterRoleAggregationUnderRBAC(t *testing.T) {
 	}
 	eventually(t, "a deleted role's rule leaves monitor", rulesOf("monitor", nil))
 	eventually(t, "mon may no longer list pods", func() (bool, error) { allowed, err := monMay("list", "pods"); return !allowed, err })
+
+	// An aggregated role whose own selectors select nothing keeps the
+	// rules it was created with (the controller's empty apply removes only
+	// rules its field manager owns), and as upstream's sync unions the
+	// rules the selected roles store, a role selecting it gets them.
+	secretsRule := rbacv1.PolicyRule{Verbs: []string{"get"}, APIGroups: []string{""}, Resources: []string{"secrets"}}
+	if _, err := roles.Create(ctx, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "monitor-inner", Labels: selector.MatchLabels},
+		AggregationRule: &rbacv1.AggregationRule{ClusterRoleSelectors: []metav1.LabelSelector{{MatchLabels: map[string]string{"example.com/aggregate-to-nothing": "true"}}}},
+		Rules:           []rbacv1.PolicyRule{secretsRule}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "monitor gets the rule monitor-inner was created with", rulesOf("monitor", []rbacv1.PolicyRule{secretsRule}))
+	eventually(t, "mon may get secrets through monitor", func() (bool, error) { return monMay("get", "secrets") })
+	if ok, err := rulesOf("monitor-inner", []rbacv1.PolicyRule{secretsRule})(); err != nil || !ok {
+		t.Errorf("monitor-inner lost the rules it was created with (%v)", err)
+	}
 }

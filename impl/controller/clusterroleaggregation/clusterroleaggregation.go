@@ -7,15 +7,20 @@
 // The API server's RBAC authorizer grants an aggregated role only the
 // rules stored in it, so until this controller has written them admin,
 // edit and view grant nothing, as in Kubernetes. The decision — which
-// rules an aggregated role gets — is rbac.AggregateClusterRoles. It
-// expands nested aggregation at once, where upstream's controller unions
-// the stored rules of the selected roles and so reaches a nested aggregate
-// (admin over edit over view) over several syncs. This package
-// only adds the informer, the queue and the write, as upstream's: any
+// rules one aggregated role gets — is AggregatedRules, upstream's sync
+// rule: the union of the rules the selected roles store at that moment.
+// Nested aggregation (admin over edit over view) is therefore reached
+// over several syncs, each written role's update queueing the others
+// again, and every intermediate state is upstream's. This package only
+// adds the informer, the queue and the write, as upstream's: any
 // ClusterRole change queues every aggregated ClusterRole, and a role whose
 // stored rules differ from its aggregate gets them by a server-side apply
 // of .rules as field manager "clusterrole-aggregation-controller" (forced),
 // falling back to an update where the server does not take apply patches.
+// An empty aggregate's apply carries no rules, so it removes only rules
+// the controller's field manager owns: a role created with rules whose
+// selectors select nothing keeps them (and passes them on to a role
+// selecting it).
 package clusterroleaggregation
 
 import (
@@ -35,7 +40,6 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 
-	"github.com/kubeproof/kubeproof/impl/apiserver/auth/rbac"
 	"github.com/kubeproof/kubeproof/impl/controller/workloop"
 )
 
@@ -99,8 +103,9 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 	return nil
 }
 
-// sync writes the aggregate of the named role when its cached rules
-// differ from it.
+// sync writes the aggregate of the named role (AggregatedRules over the
+// cached roles) when its cached rules differ from it; a selector that
+// does not parse fails the sync, retried with back-off, as upstream's.
 func (c *Controller) sync(ctx context.Context, name string) error {
 	role, err := c.lister.Get(name)
 	if apierrors.IsNotFound(err) {
@@ -116,7 +121,10 @@ func (c *Controller) sync(ctx context.Context, name string) error {
 	if err != nil {
 		return fmt.Errorf("clusterrole aggregation: %w", err)
 	}
-	want := rbac.AggregateClusterRoles(all)[name]
+	want, err := AggregatedRules(role, all)
+	if err != nil {
+		return fmt.Errorf("clusterrole aggregation: %w", err)
+	}
 	if equality.Semantic.DeepEqual(role.Rules, want) {
 		return nil
 	}

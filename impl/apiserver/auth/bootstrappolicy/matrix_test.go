@@ -9,6 +9,7 @@ import (
 	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -19,6 +20,7 @@ import (
 	"github.com/kubeproof/kubeproof/impl/apiserver/auth/rbac"
 	"github.com/kubeproof/kubeproof/impl/apiserver/auth/rbac/objcache/objcachetest"
 	"github.com/kubeproof/kubeproof/impl/apiserver/request"
+	"github.com/kubeproof/kubeproof/impl/controller/clusterroleaggregation"
 )
 
 // union is --authorization-mode=Node,RBAC: the first Allow decides.
@@ -99,22 +101,33 @@ func startAuthorizers(t *testing.T, s *objcachetest.Stores) (auth.Authorizer, *r
 
 // ensureAggregated ensures the bootstrap policy and then writes every
 // aggregated ClusterRole's rules as the clusterrole-aggregation controller
-// does (rbac.AggregateClusterRoles over the stored roles): the RBAC
-// authorizer grants only stored rules, so without this step admin, edit
-// and view grant nothing.
+// does (clusterroleaggregation.AggregatedRules over the stored roles, one
+// role at a time, until a round changes nothing): the RBAC authorizer
+// grants only stored rules, so without this step admin, edit and view
+// grant nothing.
 func ensureAggregated(t *testing.T, s *objcachetest.Stores) {
 	t.Helper()
 	if err := bootstrappolicy.Ensure(context.Background(), s); err != nil {
 		t.Fatal(err)
 	}
-	var stored []*rbacv1.ClusterRole
-	for _, r := range bootstrappolicy.ClusterRoles() {
-		stored = append(stored, getClusterRole(t, s, r.Name))
-	}
-	aggregated := rbac.AggregateClusterRoles(stored)
-	for _, r := range stored {
-		if r.AggregationRule != nil {
-			updateClusterRole(t, s, r.Name, func(cr *rbacv1.ClusterRole) { cr.Rules = aggregated[r.Name] })
+	for changed := true; changed; {
+		changed = false
+		for _, r := range bootstrappolicy.ClusterRoles() {
+			if r.AggregationRule == nil {
+				continue
+			}
+			var stored []*rbacv1.ClusterRole
+			for _, o := range bootstrappolicy.ClusterRoles() {
+				stored = append(stored, getClusterRole(t, s, o.Name))
+			}
+			rules, err := clusterroleaggregation.AggregatedRules(getClusterRole(t, s, r.Name), stored)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !equality.Semantic.DeepEqual(rules, getClusterRole(t, s, r.Name).Rules) {
+				updateClusterRole(t, s, r.Name, func(cr *rbacv1.ClusterRole) { cr.Rules = rules })
+				changed = true
+			}
 		}
 	}
 }

@@ -20,10 +20,9 @@
 //
 // As in kube-apiserver, an aggregated ClusterRole (admin, edit, view)
 // grants only what the controller manager's clusterrole-aggregation
-// controller (impl/controller/clusterroleaggregation, deciding with
-// AggregateClusterRoles) has written into its rules: a server without that
-// controller grants nothing through the bootstrap admin/edit/view roles,
-// which are created with no rules.
+// controller (impl/controller/clusterroleaggregation) has written into
+// its rules: a server without that controller grants nothing through the
+// bootstrap admin/edit/view roles, which are created with no rules.
 //
 // RuleAllows and RulesAllow are the pure rule matchers (the Node
 // authorizer uses them for its static rules); NewPolicy builds a decision

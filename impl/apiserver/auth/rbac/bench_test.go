@@ -5,11 +5,13 @@ import (
 	"testing"
 
 	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubeproof/kubeproof/impl/apiserver/auth/bootstrappolicy"
 	"github.com/kubeproof/kubeproof/impl/apiserver/auth/rbac"
 	"github.com/kubeproof/kubeproof/impl/apiserver/request"
+	"github.com/kubeproof/kubeproof/impl/controller/clusterroleaggregation"
 )
 
 // benchPolicy is the default policy, with the aggregated roles' rules
@@ -20,10 +22,22 @@ func benchPolicy() *rbac.Policy {
 	for _, r := range bootstrappolicy.ClusterRoles() {
 		crs = append(crs, &r)
 	}
-	aggregated := rbac.AggregateClusterRoles(crs)
-	for _, r := range crs {
-		if r.AggregationRule != nil {
-			r.Rules = aggregated[r.Name]
+	// Sync every aggregated role as the clusterrole-aggregation controller
+	// does until a round changes nothing (admin over edit over view takes
+	// several rounds).
+	for changed := true; changed; {
+		changed = false
+		for _, r := range crs {
+			if r.AggregationRule == nil {
+				continue
+			}
+			rules, err := clusterroleaggregation.AggregatedRules(r, crs)
+			if err != nil {
+				panic(err)
+			}
+			if !equality.Semantic.DeepEqual(rules, r.Rules) {
+				r.Rules, changed = rules, true
+			}
 		}
 	}
 	var crbs []*rbacv1.ClusterRoleBinding

@@ -6,8 +6,6 @@ import (
 	"sync"
 
 	rbacv1 "k8s.io/api/rbac/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/kubeproof/kubeproof/impl/apiserver/request"
 )
@@ -30,10 +28,10 @@ type Policy struct {
 // NewPolicy builds a Policy from the four kinds of RBAC objects. Every
 // role grants the rules it stores, a ClusterRole with an aggregationRule
 // included: as in kube-apiserver, the authorizer never evaluates
-// selectors. The clusterrole-aggregation controller writes an aggregated
-// role's rules (AggregateClusterRoles deciding them); until it has, the
-// role grants what it was created with, and a role selected by it adds
-// nothing.
+// selectors. The clusterrole-aggregation controller
+// (impl/controller/clusterroleaggregation) writes an aggregated role's
+// rules; until it has, the role grants what it was created with, and a
+// role selected by it adds nothing.
 func NewPolicy(clusterRoles []*rbacv1.ClusterRole, roles []*rbacv1.Role,
 	clusterBindings []*rbacv1.ClusterRoleBinding, bindings []*rbacv1.RoleBinding) *Policy {
 	p := &Policy{
@@ -56,86 +54,6 @@ func NewPolicy(clusterRoles []*rbacv1.ClusterRole, roles []*rbacv1.Role,
 		sort.Slice(bs, func(i, j int) bool { return bs[i].Name < bs[j].Name })
 	}
 	return p
-}
-
-// AggregateClusterRoles returns the effective rules of every ClusterRole:
-// its own rules, or for one with an aggregationRule the rules of the
-// ClusterRoles matched by its selectors (themselves expanded), without
-// duplicates, in ClusterRole name order — what the clusterrole-aggregation
-// controller writes into the object. It is that controller's pure
-// decision; the authorizer does not call it (NewPolicy reads stored rules).
-func AggregateClusterRoles(roles []*rbacv1.ClusterRole) map[string][]rbacv1.PolicyRule {
-	byName := make(map[string]*rbacv1.ClusterRole, len(roles))
-	names := make([]string, 0, len(roles))
-	for _, r := range roles {
-		byName[r.Name] = r
-		names = append(names, r.Name)
-	}
-	sort.Strings(names)
-	out := make(map[string][]rbacv1.PolicyRule, len(roles))
-	var expand func(name string, visiting map[string]bool) []rbacv1.PolicyRule
-	expand = func(name string, visiting map[string]bool) []rbacv1.PolicyRule {
-		if rules, ok := out[name]; ok {
-			return rules
-		}
-		r := byName[name]
-		if r.AggregationRule == nil {
-			out[name] = r.Rules
-			return r.Rules
-		}
-		visiting[name] = true
-		defer delete(visiting, name)
-		var rules []rbacv1.PolicyRule
-		for _, sel := range r.AggregationRule.ClusterRoleSelectors {
-			s, err := metav1.LabelSelectorAsSelector(&sel)
-			if err != nil {
-				continue
-			}
-			for _, other := range names {
-				if other == name || visiting[other] || !s.Matches(labels.Set(byName[other].Labels)) {
-					continue
-				}
-				for _, rule := range expand(other, visiting) {
-					if !containsRule(rules, rule) {
-						rules = append(rules, rule)
-					}
-				}
-			}
-		}
-		if len(visiting) == 1 {
-			out[name] = rules
-		}
-		return rules
-	}
-	for _, n := range names {
-		expand(n, map[string]bool{})
-	}
-	return out
-}
-
-func containsRule(rules []rbacv1.PolicyRule, r rbacv1.PolicyRule) bool {
-	for i := range rules {
-		if equalRule(&rules[i], &r) {
-			return true
-		}
-	}
-	return false
-}
-
-func equalRule(a, b *rbacv1.PolicyRule) bool {
-	eq := func(x, y []string) bool {
-		if len(x) != len(y) {
-			return false
-		}
-		for i := range x {
-			if x[i] != y[i] {
-				return false
-			}
-		}
-		return true
-	}
-	return eq(a.Verbs, b.Verbs) && eq(a.APIGroups, b.APIGroups) && eq(a.Resources, b.Resources) &&
-		eq(a.ResourceNames, b.ResourceNames) && eq(a.NonResourceURLs, b.NonResourceURLs)
 }
 
 // ruleSource says which binding of which role a rule came from.

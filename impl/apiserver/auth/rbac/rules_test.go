@@ -90,39 +90,6 @@ func clusterRole(name string, lbls map[string]string, rules ...rbacv1.PolicyRule
 	return &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: lbls}, Rules: rules}
 }
 
-func TestAggregationExpandsNestedSelectors(t *testing.T) {
-	agg := func(name string, lbls map[string]string, label string) *rbacv1.ClusterRole {
-		r := clusterRole(name, lbls)
-		r.AggregationRule = &rbacv1.AggregationRule{ClusterRoleSelectors: []metav1.LabelSelector{{MatchLabels: map[string]string{label: "true"}}}}
-		return r
-	}
-	getPods := rbacv1.PolicyRule{Verbs: []string{"get"}, APIGroups: []string{""}, Resources: []string{"pods"}}
-	createPods := rbacv1.PolicyRule{Verbs: []string{"create"}, APIGroups: []string{""}, Resources: []string{"pods"}}
-	roles := []*rbacv1.ClusterRole{
-		agg("admin", nil, "to-admin"),
-		agg("edit", map[string]string{"to-admin": "true"}, "to-edit"),
-		agg("view", map[string]string{"to-edit": "true"}, "to-view"),
-		clusterRole("view-part", map[string]string{"to-view": "true"}, getPods),
-		clusterRole("edit-part", map[string]string{"to-edit": "true"}, createPods, getPods),
-		// A cycle must not hang or blow up.
-		agg("loop-a", map[string]string{"to-b": "true"}, "to-a"),
-		agg("loop-b", map[string]string{"to-a": "true"}, "to-b"),
-	}
-	got := AggregateClusterRoles(roles)
-	if len(got["view"]) != 1 || !equalRule(&got["view"][0], &getPods) {
-		t.Errorf("view = %v, want [get pods]", got["view"])
-	}
-	if len(got["edit"]) != 2 {
-		t.Errorf("edit = %v, want get and create pods once each", got["edit"])
-	}
-	if len(got["admin"]) != 2 {
-		t.Errorf("admin = %v, want edit's rules", got["admin"])
-	}
-	if len(got["loop-a"]) != 0 || len(got["loop-b"]) != 0 {
-		t.Errorf("loop roles = %v / %v, want none", got["loop-a"], got["loop-b"])
-	}
-}
-
 func TestPolicyAllows(t *testing.T) {
 	readPods := rbacv1.PolicyRule{Verbs: []string{"get", "list"}, APIGroups: []string{""}, Resources: []string{"pods"}}
 	p := NewPolicy(
