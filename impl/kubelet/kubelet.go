@@ -141,12 +141,16 @@ type Kubelet struct {
 	node           *v1.Node
 	lease          *coordinationv1.Lease
 	lastNodeReport time.Time
-	pressure       Pressure
-	relistBuf      []relistEntry // reused by each relist (housekeeping's only)
-	relistVersion  uint64        // the runtime's ContainerStatesVersion last listed (housekeeping's only)
-	runCtx         context.Context
-	runCancel      context.CancelFunc
-	runDone        chan struct{}
+	// nodeUnschedulable is the node's spec.unschedulable as last seen
+	// by a status update, for the NodeNotSchedulable/NodeSchedulable
+	// events (nodeevents.go).
+	nodeUnschedulable bool
+	pressure          Pressure
+	relistBuf         []relistEntry // reused by each relist (housekeeping's only)
+	relistVersion     uint64        // the runtime's ContainerStatesVersion last listed (housekeeping's only)
+	runCtx            context.Context
+	runCancel         context.CancelFunc
+	runDone           chan struct{}
 	// resizesAwaiting: the pods whose resize waits for other pods'
 	// admission (allocateResize), synced again once none is left to
 	// admit (wakeAwaitingResizesLocked); nil while none waits.
@@ -330,6 +334,8 @@ func (k *Kubelet) Run(ctx context.Context) error {
 	if !k.waitWhilePaused(ctx) {
 		return nil
 	}
+	// Upstream's "birth cry", before the node is registered.
+	k.nodeEvent(v1.EventTypeNormal, EventStartingKubelet, "Starting kubelet.")
 	if err := k.registerNodeWithRetry(ctx); err != nil {
 		// Stopped before the node was registered: an orderly stop.
 		k.log.Debug("stopped before registering the node", "err", err)

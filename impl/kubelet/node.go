@@ -161,6 +161,9 @@ func (k *Kubelet) registerNode(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("registering node %s: %w", k.cfg.NodeName, err)
 	}
+	// Registered with these conditions: their events as upstream's
+	// setters record them on the node it registers (nodeevents.go).
+	k.recordNodeStatusEvents(nodeStatusEvents(nil, node.Status.Conditions))
 	// Create may drop status (a real API server does); post it.
 	k.setNode(created)
 	return k.updateNodeStatus(ctx, true)
@@ -230,6 +233,10 @@ func (k *Kubelet) updateNodeStatus(ctx context.Context, force bool) error {
 			return fmt.Errorf("node %s not registered", k.cfg.NodeName)
 		}
 		st := NodeStatus(&k.cfg, &node.Status, k.Pressure(), version, verr, now)
+		if attempt == 0 {
+			k.recordNodeStatusEvents(nodeStatusEvents(node.Status.Conditions, st.Conditions))
+			k.recordSchedulableEvent(node.Spec.Unschedulable)
+		}
 		changed := force || nodeStatusChanged(&node.Status, &st)
 		if !changed && !due {
 			return nil
