@@ -381,8 +381,14 @@ func (c *Controller) markNotReady(ctx context.Context, pod *corev1.Pod) {
 		}
 	}
 	if _, err := c.client.CoreV1().Pods(pod.Namespace).UpdateStatus(ctx, next, metav1.UpdateOptions{}); err != nil {
+		if apierrors.IsNotFound(err) {
+			return // gone: nothing to tell
+		}
 		slog.Debug("node lifecycle: could not mark pod not ready", "pod", pod.Namespace+"/"+pod.Name, "err", err)
 	}
+	// As upstream's node controller, also when the write failed for
+	// another reason.
+	c.recorder.Event(pod, corev1.EventTypeWarning, "NodeNotReady", "Node is not ready")
 }
 
 func (c *Controller) forget(key string) {

@@ -115,3 +115,28 @@ func TestRegisteredAndRemovingNodeEvents(t *testing.T) {
 		t.Fatalf("events after n2's deletion:\n%q\nwant\n%q", got, want)
 	}
 }
+
+// A pod the controller marks not Ready because its node is not gets
+// upstream's Warning NodeNotReady "Node is not ready"; a pod already gone
+// gets none.
+func TestMarkNotReadyEvent(t *testing.T) {
+	clk := clocktesting.NewFakeClock(t0)
+	pod := readyPod(podOn("p"))
+	client := fake.NewClientset(pod)
+	factory := informers.NewSharedInformerFactory(client, 0)
+	rec := &refRecorder{}
+	c, err := New(client, factory.Core().V1().Nodes(), factory.Coordination().V1().Leases(), factory.Core().V1().Pods(), rec, clk, DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	c.markNotReady(ctx, pod)
+	if got, want := rec.take(), []string{"*v1.Pod Warning NodeNotReady Node is not ready"}; fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("events %q, want %q", got, want)
+	}
+	gone := readyPod(podOn("gone"))
+	c.markNotReady(ctx, gone)
+	if got := rec.take(); len(got) != 0 {
+		t.Errorf("events for a deleted pod: %q", got)
+	}
+}
