@@ -21,8 +21,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/clientcmd"
@@ -54,7 +56,8 @@ const (
 // Bootstrap is TLS bootstrapping (the kubelet's --bootstrap-kubeconfig):
 // when kubeconfigPath does not exist or its client certificate is missing,
 // unreadable or expired, it authenticates with bootstrapPath's credentials
-// (normally a bootstrap token), asks for a client certificate for
+// (normally a bootstrap token), waits up to a minute for the API server
+// to answer /healthz (waitForAPIServer), asks for a client certificate for
 // system:node:<nodeName> in group system:nodes with a
 // CertificateSigningRequest for the kubernetes.io/kube-apiserver-client-kubelet
 // signer (bootstrapKey: the key of cert-dir's current pair, expired
@@ -102,6 +105,11 @@ func Bootstrap(ctx context.Context, kubeconfigPath, bootstrapPath, certDir, node
 	if !ok {
 		return errors.New("the client key cannot sign")
 	}
+	// As upstream's, a server that never answers is only logged: the
+	// request is made anyway, and fails or waits on its own.
+	if err := waitForAPIServer(ctx, bootCfg, bootstrapServerWait, logger); err != nil {
+		logger.Info("Error waiting for apiserver to come up", "err", err)
+	}
 	certPEM, err := requestClientCertificate(ctx, client, key, nodeName)
 	if err != nil {
 		return err
@@ -143,6 +151,54 @@ func Bootstrap(ctx context.Context, kubeconfigPath, bootstrapPath, certDir, node
 	}
 	logger.Info("client certificate issued", "node", nodeName, "kubeconfig", kubeconfigPath, "certificate", certPath)
 	return nil
+}
+
+// How the bootstrap waits for the API server before asking, as
+// upstream's kubelet: /healthz at once and then every healthzPollPeriod
+// (up to healthzPollJitter longer) after each answer, each attempt given
+// healthzAttemptTimeout, for bootstrapServerWait at most (a variable for
+// tests).
+const (
+	healthzPollPeriod     = 2 * time.Second
+	healthzPollJitter     = 0.2
+	healthzAttemptTimeout = time.Second
+)
+
+var bootstrapServerWait = time.Minute
+
+// errAPIServerWait is waitForAPIServer's error when the server did not
+// answer in time: upstream's words.
+var errAPIServerWait = errors.New("timed out waiting to connect to apiserver")
+
+// waitForAPIServer asks cfg's server for /healthz (with cfg's
+// credentials, as upstream's bootstrap) until it answers with success or
+// deadline has passed (or ctx ended): nil once it answered, else
+// errAPIServerWait. Each failed attempt is logged with upstream's
+// "Failed to connect to apiserver".
+func waitForAPIServer(ctx context.Context, cfg *rest.Config, deadline time.Duration, logger *slog.Logger) error {
+	hc := rest.CopyConfig(cfg)
+	hc.NegotiatedSerializer = scheme.Codecs.WithoutConversion()
+	hc.Timeout = healthzAttemptTimeout
+	cli, err := rest.UnversionedRESTClientFor(hc)
+	if err != nil {
+		return fmt.Errorf("couldn't create client: %w", err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, deadline)
+	defer cancel()
+	for ctx.Err() == nil {
+		_, err := cli.Get().AbsPath("/healthz").Do(ctx).Raw()
+		if err == nil {
+			return nil
+		}
+		logger.Info("Failed to connect to apiserver", "err", err)
+		t := time.NewTimer(wait.Jitter(healthzPollPeriod, healthzPollJitter))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+		case <-t.C:
+		}
+	}
+	return errAPIServerWait
 }
 
 // bootstrapKey is the key a bootstrap asks with, as upstream's: the key
