@@ -16,7 +16,8 @@ import (
 // TestUnservedMethodIsRoutersAnswer: a method no route of a resource path
 // serves — one outside the six (OPTIONS, TRACE, CONNECT, anything), a
 // verb the resource or subresource does not have, a POST naming an
-// object — is answered as kube-apiserver's router answers it: 405
+// object, a PUT or PATCH of a collection, a create or deletecollection of
+// a namespaced resource across namespaces — is answered as kube-apiserver's router answers it: 405
 // MethodNotAllowed with the generic message and empty details, not a
 // "<verb> is not supported" naming the resource. (CONNECT is not sent
 // here: over HTTP/2 a client's CONNECT carries no path; fuzz's FuzzHTTP
@@ -45,6 +46,11 @@ func TestUnservedMethodIsRoutersAnswer(t *testing.T) {
 		{"PUT", pods + "/a/log"},
 		{"DELETE", pods + "/a/exec"},
 		{"GET", pods + "/a/eviction"},
+		{"PUT", pods},
+		{"PATCH", "/api/v1/namespaces"},
+		{"POST", "/api/v1/configmaps"},
+		{"DELETE", "/api/v1/configmaps"},
+		{"PUT", "/apis/apps/v1/deployments"},
 		{"TRACE", pods + "/a/eviction"},
 		{"GET", "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews"},
 		{"OPTIONS", "/apis/authentication.k8s.io/v1/tokenreviews"},

@@ -134,15 +134,32 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *Handler) serve(w http.ResponseWriter, r *http.Request, info *request.Info) error {
+	// Paths kube-apiserver has no route for (segments past a
+	// subresource, a cluster-scoped resource under a namespace, a
+	// namespaced object outside one) get its router's 404.
 	if len(info.Parts) > 3 {
-		return apierrors.NewNotFound(h.gr, info.Name)
+		return notFoundPath()
 	}
 	if !h.res.Namespaced && info.Namespace != "" && !h.isNamespace {
-		return apierrors.NewNotFound(schema.GroupResource{}, "")
+		return notFoundPath()
 	}
 	if h.res.Namespaced && info.Namespace == "" && info.Name != "" {
 		// namespaced objects are addressed under /namespaces/<ns>/.
-		return apierrors.NewNotFound(schema.GroupResource{}, "")
+		return notFoundPath()
+	}
+	if info.Name == "" && info.Subresource == "" {
+		// A collection's routes are list/watch, create and
+		// deletecollection, and across namespaces list/watch only: any
+		// other method is the router's 405 (a DELETE of every namespace's
+		// objects included).
+		switch info.Verb {
+		case "update", "patch":
+			return MethodNotAllowed()
+		case "create", "deletecollection":
+			if h.res.Namespaced && info.Namespace == "" {
+				return MethodNotAllowed()
+			}
+		}
 	}
 	switch info.Subresource {
 	case "":
