@@ -436,7 +436,7 @@ func (s *liveServer) checkIdentity(t *testing.T, ctx context.Context, req fuzzRe
 			t.Fatalf("the administrator was refused: %s\nrequest:\n%s", status.Message, req)
 		}
 	}
-	if !standard && resourceReq {
+	if !standard && resourceReq || resourceReq && id.admin && id.impersonateUser == "" && s.collectionMethodUnrouted(req, attrs) {
 		s.checkUnservedMethod(t, ctx, req, id, code, status, attrs)
 		return
 	}
@@ -623,8 +623,9 @@ func (s *liveServer) checkUnservedMethod(t *testing.T, ctx context.Context, req 
 // of req (for some method): a subresource's path when it is discovered,
 // an object's path when its resource has a verb on objects (get, update,
 // patch, delete), a collection's when it has one on collections (list,
-// watch, create, deletecollection) — review resources, create only, have
-// no object path (a 404 whatever the method).
+// watch, create, deletecollection; across namespaces list or watch) —
+// review resources, create only, have no object path, and a namespaced
+// object has none outside a namespace (a 404 whatever the method).
 func (s *liveServer) hasRoute(req fuzzRequest, a authzAttrs) bool {
 	if req.res == nil {
 		return false
@@ -634,17 +635,50 @@ func (s *liveServer) hasRoute(req fuzzRequest, a authzAttrs) bool {
 		name += "/" + a.sub
 	}
 	var verbs []string
+	namespaced := false
 	for _, d := range s.discovered {
 		if d.root == req.res.root && d.Name == name {
 			verbs = d.Verbs
 		}
+		if d.root == req.res.root && d.Name == a.resource {
+			namespaced = d.Namespaced
+		}
 	}
 	want := []string{"list", "watch", "create", "deletecollection"}
 	switch {
+	case namespaced && a.ns == "" && a.name != "":
+		// A namespaced object outside a namespace has no route.
+		return false
+	case namespaced && a.ns == "":
+		// Across namespaces, only lists and watches.
+		want = []string{"list", "watch"}
 	case a.sub != "":
 		return len(verbs) > 0
 	case a.name != "":
 		want = []string{"get", "update", "patch", "delete"}
 	}
 	return slices.ContainsFunc(verbs, func(v string) bool { return slices.Contains(want, v) })
+}
+
+// collectionMethodUnrouted reports whether req is one of the six methods
+// kube-apiserver has no route for on a collection's path: PUT or PATCH,
+// and across namespaces (a namespaced resource's path without one) POST
+// or DELETE — only lists and watches are served there.
+func (s *liveServer) collectionMethodUnrouted(req fuzzRequest, a authzAttrs) bool {
+	if req.res == nil || a.sub != "" || a.name != "" || !strings.HasSuffix(req.path, "/"+a.resource) {
+		return false // not a collection's path (an object's, a subresource's, a trailing slash)
+	}
+	switch req.method {
+	case "PUT", "PATCH":
+		return true
+	case "POST", "DELETE":
+		namespaced := false
+		for _, d := range s.discovered {
+			if d.root == req.res.root && d.Name == a.resource {
+				namespaced = d.Namespaced
+			}
+		}
+		return namespaced && a.ns == ""
+	}
+	return false
 }
