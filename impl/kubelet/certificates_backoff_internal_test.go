@@ -12,6 +12,7 @@ import (
 // overran a beat waiting for the next. Bounds, the jitter being
 // random; a success starts the back-off again.
 func TestRotationRetrySchedule(t *testing.T) {
+	jittered := false // some wait over its base: the back-off is jittered
 	for run := range 50 {
 		r := newRotationRetry()
 		now := time.Unix(1_000_000, 0)
@@ -20,9 +21,11 @@ func TestRotationRetrySchedule(t *testing.T) {
 			if spent {
 				t.Fatalf("run %d: back-off spent after %d failures, want 5", run, i+1)
 			}
-			if d := at.Sub(now); d < base || d >= base+base/10 {
+			d := at.Sub(now)
+			if d < base || d >= base+base/10 {
 				t.Fatalf("run %d: wait after failure %d = %v, want in [%v, %v)", run, i+1, d, base, base+base/10)
 			}
+			jittered = jittered || d > base
 			now = at.Add(100 * time.Millisecond) // the next attempt took 100ms
 		}
 		start := now
@@ -43,5 +46,8 @@ func TestRotationRetrySchedule(t *testing.T) {
 		if at, spent = r.failed(now); spent || at.Sub(now) < 2*time.Second || at.Sub(now) >= 2200*time.Millisecond {
 			t.Fatalf("run %d: after a success the first wait is %v (spent %v), want the back-off's first", run, at.Sub(now), spent)
 		}
+	}
+	if !jittered {
+		t.Error("200 back-off waits all exactly their base: no jitter, want up to 10% more as upstream's")
 	}
 }
