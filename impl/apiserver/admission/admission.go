@@ -56,6 +56,7 @@ package admission
 import (
 	"context"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
@@ -86,10 +87,35 @@ type Attributes struct {
 	OldObject runtime.Object
 	DryRun    bool
 	User      *request.User
+	// Options are the request's options, which webhooks receive as
+	// request.options (see RequestOptions).
+	Options RequestOptions
 	// reinvocation is the state of the mutating rounds, made by the
 	// MutatingWebhook plugin once it calls a webhook (nil until then, so
 	// that admitting allocates nothing more without webhooks).
 	reinvocation *reinvocation
+}
+
+// RequestOptions are the options of the request a write comes from, as
+// kube-apiserver's handlers hand them to admission (its attributes'
+// operation options) and its webhooks receive them in request.options: a
+// create's CreateOptions, an update's UpdateOptions and a delete's
+// DeleteOptions. A patch's options become UpdateOptions, or CreateOptions
+// when the patch (an apply) creates the object, keeping only dryRun,
+// fieldManager and fieldValidation, as a PUT creating its object has its
+// UpdateOptions become CreateOptions: those three fields are what
+// DryRun, FieldManager and FieldValidation hold, as the request's query
+// sent them (every dryRun value, the first of the others, nothing
+// defaulted). Delete is a delete's or deletecollection's DeleteOptions as
+// the handler decoded them (body, else query), after the changes
+// kube-apiserver's store makes before it admits the delete of one object
+// (a negative grace period is 1 second; a graceful kind's grace period is
+// filled in). The zero value, for writes made inside the server, is the
+// options of a request that gave none (dryRun from Attributes.DryRun).
+type RequestOptions struct {
+	DryRun                        []string
+	FieldManager, FieldValidation string
+	Delete                        *metav1.DeleteOptions
 }
 
 // reinvocation is kube-apiserver's reinvocation context: the mutating

@@ -58,20 +58,7 @@ func review(a *Attributes) (*admissionv1.AdmissionReview, error) {
 	if req.OldObject.Raw, err = encodeWithKind(a.OldObject, a.Kind); err != nil {
 		return nil, err
 	}
-	var opts runtime.Object
-	var dryRun []string
-	if a.DryRun {
-		dryRun = []string{metav1.DryRunAll}
-	}
-	switch a.Operation {
-	case Create:
-		opts = &metav1.CreateOptions{TypeMeta: metav1.TypeMeta{APIVersion: "meta.k8s.io/v1", Kind: "CreateOptions"}, DryRun: dryRun}
-	case Update:
-		opts = &metav1.UpdateOptions{TypeMeta: metav1.TypeMeta{APIVersion: "meta.k8s.io/v1", Kind: "UpdateOptions"}, DryRun: dryRun}
-	case Delete:
-		opts = &metav1.DeleteOptions{TypeMeta: metav1.TypeMeta{APIVersion: "meta.k8s.io/v1", Kind: "DeleteOptions"}, DryRun: dryRun}
-	}
-	if opts != nil {
+	if opts := operationOptions(a); opts != nil {
 		if req.Options.Raw, err = json.Marshal(opts); err != nil {
 			return nil, err
 		}
@@ -80,6 +67,33 @@ func review(a *Attributes) (*admissionv1.AdmissionReview, error) {
 		TypeMeta: metav1.TypeMeta{APIVersion: "admission.k8s.io/v1", Kind: "AdmissionReview"},
 		Request:  req,
 	}, nil
+}
+
+// operationOptions is the object a webhook receives as request.options,
+// as kube-apiserver's handlers make it: the operation's options kind of
+// meta.k8s.io/v1, kind and apiVersion set, encoded in the field order of
+// its Go type (see RequestOptions); none for CONNECT.
+func operationOptions(a *Attributes) runtime.Object {
+	meta := func(kind string) metav1.TypeMeta { return metav1.TypeMeta{Kind: kind, APIVersion: "meta.k8s.io/v1"} }
+	o := &a.Options
+	dryRun := o.DryRun
+	if dryRun == nil && a.DryRun {
+		dryRun = []string{metav1.DryRunAll}
+	}
+	switch a.Operation {
+	case Create:
+		return &metav1.CreateOptions{TypeMeta: meta("CreateOptions"), DryRun: dryRun, FieldManager: o.FieldManager, FieldValidation: o.FieldValidation}
+	case Update:
+		return &metav1.UpdateOptions{TypeMeta: meta("UpdateOptions"), DryRun: dryRun, FieldManager: o.FieldManager, FieldValidation: o.FieldValidation}
+	case Delete:
+		if o.Delete == nil {
+			return &metav1.DeleteOptions{TypeMeta: meta("DeleteOptions"), DryRun: dryRun}
+		}
+		d := *o.Delete
+		d.TypeMeta = meta("DeleteOptions")
+		return &d
+	}
+	return nil
 }
 
 // reviewFor is the review of a webhook called for va, the request req as

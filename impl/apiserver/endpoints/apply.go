@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 
+	"github.com/kubeproof/kubeproof/impl/apiserver/admission"
 	"github.com/kubeproof/kubeproof/impl/apiserver/codec"
 	"github.com/kubeproof/kubeproof/impl/apiserver/fieldmanager"
 	"github.com/kubeproof/kubeproof/impl/apiserver/request"
@@ -150,8 +151,12 @@ func (h *Handler) tracked(m mode, manager string, transform transformFunc) (tran
 // createTracked creates obj for a write of a missing object (an apply, or
 // an update of a kind that allows create on update): POST's create path
 // (defaulting, create admission, validation), with obj's managed fields,
-// computed for this write, kept on the stored object.
-func (h *Handler) createTracked(ctx context.Context, info *request.Info, obj runtime.Object, dryRun bool) (runtime.Object, error) {
+// computed for this write, kept on the stored object. opts are the
+// request's, which the create is admitted with (kube-apiserver makes a
+// patch's or an update's options CreateOptions of the same dryRun,
+// fieldManager and fieldValidation).
+func (h *Handler) createTracked(ctx context.Context, info *request.Info, obj runtime.Object, opts admission.RequestOptions) (runtime.Object, error) {
+	dryRun := len(opts.DryRun) > 0
 	m := accessor(obj)
 	if h.res.Namespaced {
 		switch m.GetNamespace() {
@@ -168,7 +173,7 @@ func (h *Handler) createTracked(ctx context.Context, info *request.Info, obj run
 		// (A dry run writes nothing; the store's own DryRunner answers.)
 		withFields.store = managedFieldsStore{Interface: h.store, managed: managed}
 	}
-	out, err := withFields.CreateObject(ctx, info, obj, dryRun)
+	out, err := withFields.createObject(ctx, info, obj, opts, false)
 	if err != nil {
 		return nil, err
 	}
@@ -239,7 +244,7 @@ func (h *Handler) apply(w http.ResponseWriter, r *http.Request, info *request.In
 			}
 		}
 	}
-	out, created, err := h.updateObject(r.Context(), info, m, transform, wo.dryRun, m == modeMain)
+	out, created, err := h.updateObject(r.Context(), info, m, transform, wo.admission, m == modeMain)
 	if err != nil {
 		return err
 	}

@@ -62,10 +62,10 @@ func (h *Handler) bind(w http.ResponseWriter, r *http.Request, info *request.Inf
 		return apierrors.NewInvalid(schema.GroupKind{Kind: "Binding"}, b.Name, errs)
 	}
 	ctx := r.Context()
-	if err := h.opts.Admission.Admit(ctx, h.adm(ctx, admission.Create, info, b.Namespace, b.Name, b, nil, wo.dryRun)); err != nil {
+	if err := h.opts.Admission.Admit(ctx, h.adm(ctx, admission.Create, info, b.Namespace, b.Name, b, nil, wo.admission)); err != nil {
 		return err
 	}
-	if err := h.opts.Admission.Validate(ctx, h.adm(ctx, admission.Create, info, b.Namespace, b.Name, b, nil, wo.dryRun)); err != nil {
+	if err := h.opts.Admission.Validate(ctx, h.adm(ctx, admission.Create, info, b.Namespace, b.Name, b, nil, wo.admission)); err != nil {
 		return err
 	}
 	key, err := h.objectKey(info.Namespace, info.Name)

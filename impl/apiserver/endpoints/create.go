@@ -58,7 +58,7 @@ func (h *Handler) create(w http.ResponseWriter, r *http.Request, info *request.I
 	}
 	// trackCreate defaulted obj: defaulting is idempotent (the
 	// registry's fuzz test), so a second run would change nothing.
-	out, err := h.createObject(r.Context(), info, obj, wo.dryRun, true)
+	out, err := h.createObject(r.Context(), info, obj, wo.admission, true)
 	if err != nil {
 		return err
 	}
@@ -85,12 +85,18 @@ const maxPooledBody = 64 << 10
 // initialization (FieldInitializer), validation, and the write (skipped
 // when dryRun). info may be nil for internal callers.
 func (h *Handler) CreateObject(ctx context.Context, info *request.Info, obj runtime.Object, dryRun bool) (runtime.Object, error) {
-	return h.createObject(ctx, info, obj, dryRun, false)
+	var opts admission.RequestOptions
+	if dryRun {
+		opts.DryRun = []string{metav1.DryRunAll}
+	}
+	return h.createObject(ctx, info, obj, opts, false)
 }
 
-// createObject is CreateObject; defaulted says obj's strategy has already
-// defaulted it (a POST's, in trackCreate), which it then skips.
-func (h *Handler) createObject(ctx context.Context, info *request.Info, obj runtime.Object, dryRun, defaulted bool) (runtime.Object, error) {
+// createObject is CreateObject for a request with options opts (a dry run
+// when they say so), admitted with them; defaulted says obj's strategy has
+// already defaulted it (a POST's, in trackCreate), which it then skips.
+func (h *Handler) createObject(ctx context.Context, info *request.Info, obj runtime.Object, opts admission.RequestOptions, defaulted bool) (runtime.Object, error) {
+	dryRun := len(opts.DryRun) > 0
 	ctx, finish := h.beginWrite(ctx, dryRun)
 	defer finish()
 	m := accessor(obj)
@@ -119,7 +125,7 @@ func (h *Handler) createObject(ctx context.Context, info *request.Info, obj runt
 	if h.isNamespace {
 		admNS = m.GetName()
 	}
-	attrs := h.adm(ctx, admission.Create, info, admNS, m.GetName(), obj, nil, dryRun)
+	attrs := h.adm(ctx, admission.Create, info, admNS, m.GetName(), obj, nil, opts)
 	if err := h.opts.Admission.Admit(ctx, attrs); err != nil {
 		return nil, err
 	}
@@ -153,7 +159,7 @@ func (h *Handler) createObject(ctx context.Context, info *request.Info, obj runt
 	}
 	// Validation gets attributes of its own (the name may have been
 	// generated since), in the mutators' allocation: they are done with it.
-	*attrs = h.admAttributes(ctx, admission.Create, info, admNS, m.GetName(), obj, nil, dryRun)
+	*attrs = h.admAttributes(ctx, admission.Create, info, admNS, m.GetName(), obj, nil, opts)
 	if err := h.opts.Admission.Validate(ctx, attrs); err != nil {
 		return nil, err
 	}

@@ -2,6 +2,7 @@ package endpoints
 
 import (
 	"context"
+	"reflect"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -52,12 +53,13 @@ func TestCreateAdmissionAttributes(t *testing.T) {
 	want := admission.Attributes{
 		Operation: admission.Create, Resource: corev1.SchemeGroupVersion.WithResource("configmaps"),
 		Kind: corev1.SchemeGroupVersion.WithKind("ConfigMap"), Namespace: "ns", Object: obj, DryRun: true, User: user,
+		Options: admission.RequestOptions{DryRun: []string{metav1.DryRunAll}},
 	}
-	if len(p.admitted) != 1 || p.admitted[0] != want {
+	if len(p.admitted) != 1 || !reflect.DeepEqual(p.admitted[0], want) {
 		t.Errorf("admitted %+v, want %+v", p.admitted, want)
 	}
 	want.Name = obj.Name
-	if len(p.validated) != 1 || p.validated[0] != want || len(obj.Name) != len("gen-")+5 {
+	if len(p.validated) != 1 || !reflect.DeepEqual(p.validated[0], want) || len(obj.Name) != len("gen-")+5 {
 		t.Errorf("validated %+v, want %+v", p.validated, want)
 	}
 }

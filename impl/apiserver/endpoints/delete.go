@@ -68,6 +68,10 @@ func (h *Handler) deleteOptions(w http.ResponseWriter, r *http.Request) (*metav1
 			opts.DryRun = qopts.DryRun
 		}
 	}
+	// kube-apiserver drops ignoreStoreReadErrorWithClusterBreakingPotential
+	// unless its alpha AllowUnsafeMalformedObjectDeletion gate is on (off
+	// by default; not served here), before validating the options.
+	opts.IgnoreStoreReadErrorWithClusterBreakingPotential = nil
 	if errs := metav1validation.ValidateDeleteOptions(opts); len(errs) > 0 {
 		return nil, apierrors.NewInvalid(schema.GroupKind{Group: metav1.GroupName, Kind: "DeleteOptions"}, "", errs)
 	}
@@ -185,7 +189,11 @@ func (h *Handler) deleteObject(ctx context.Context, info *request.Info, key stri
 		if admit == admitCollectionItem {
 			admName = ""
 		}
-		attrs := h.adm(ctx, admission.Delete, info, info.Namespace, admName, nil, cur, dryRun)
+		admOpts := opts
+		if admit == admitObject {
+			admOpts = h.admissionDeleteOptions(cur, opts)
+		}
+		attrs := h.adm(ctx, admission.Delete, info, info.Namespace, admName, nil, cur, admission.RequestOptions{Delete: admOpts})
 		if err := h.opts.Admission.Admit(ctx, attrs); err != nil {
 			return nil, false, err
 		}
@@ -197,6 +205,49 @@ func (h *Handler) deleteObject(ctx context.Context, info *request.Info, key stri
 		return h.deleteNamespace(ctx, key, cur, opts, pre, dryRun)
 	}
 	return h.deleteGeneric(ctx, key, name, cur, opts, pre, dryRun)
+}
+
+// admissionDeleteOptions are the DeleteOptions kube-apiserver admits the
+// delete of the stored object cur with, when a DELETE of the object asked
+// for opts: the handler's options, which its store has changed by then. A
+// namespace's registry makes the namespace's uid a precondition when none
+// was given. The generic store (rest.BeforeDelete) makes a negative grace
+// period 1 second and has a graceful kind's strategy set the grace period
+// of an object not yet being deleted (a pod's: its own, 0 when it is
+// unscheduled or terminal). A deletecollection's items are admitted with
+// the options as decoded: the store deletes each with a copy of them.
+// opts itself is returned when nothing changes, a copy otherwise.
+func (h *Handler) admissionDeleteOptions(cur runtime.Object, opts *metav1.DeleteOptions) *metav1.DeleteOptions {
+	m := accessor(cur)
+	if h.isNamespace {
+		if opts.Preconditions != nil && opts.Preconditions.UID != nil {
+			return opts
+		}
+		o := *opts
+		pre := metav1.Preconditions{}
+		if opts.Preconditions != nil {
+			pre = *opts.Preconditions
+		}
+		uid := m.GetUID()
+		pre.UID = &uid
+		o.Preconditions = &pre
+		return &o
+	}
+	negative := opts.GracePeriodSeconds != nil && *opts.GracePeriodSeconds < 0
+	graceful := h.res.GracefulDelete != nil && m.GetDeletionTimestamp() == nil
+	if !negative && !graceful {
+		return opts
+	}
+	o := *opts
+	if negative {
+		one := int64(1)
+		o.GracePeriodSeconds = &one
+	}
+	if graceful {
+		period, _ := h.res.GracefulDelete.GracePeriod(cur, &o)
+		o.GracePeriodSeconds = &period
+	}
+	return &o
 }
 
 // deletePreconditionFailed is kube-apiserver's early check of a delete's

@@ -415,20 +415,18 @@ func readAll(r io.Reader, contentLength, limit int64, scratch []byte) ([]byte, e
 // package's creates read theirs: a dryRun other than All, a
 // fieldValidation other than Strict, Warn or Ignore, or a fieldManager
 // that is too long or not printable, is a 422 Invalid CreateOptions, as
-// kube-apiserver's create handler answers. dryRun is the parameter's
-// values (nil when absent), fieldValidation Warn when absent.
-func CreateOptions(r *http.Request) (dryRun []string, fieldValidation string, err error) {
+// kube-apiserver's create handler answers. opts are the parameters as
+// sent (opts.DryRun nil when absent), which the create is admitted with
+// (AdmitCreate); fieldValidation is Warn when absent.
+func CreateOptions(r *http.Request) (opts admission.RequestOptions, fieldValidation string, err error) {
 	wo, err := parseWriteOptions(r, "CreateOptions")
 	if err != nil {
-		return nil, "", err
+		return admission.RequestOptions{}, "", err
 	}
 	if _, err := parseManagerParams(r, "CreateOptions", ""); err != nil {
-		return nil, "", err
+		return admission.RequestOptions{}, "", err
 	}
-	if wo.dryRun {
-		dryRun = request.Query(r)["dryRun"]
-	}
-	return dryRun, wo.fieldValidation, nil
+	return wo.admission, wo.fieldValidation, nil
 }
 
 // CollectWarnings is collectWarnings for subresources served outside this
@@ -443,6 +441,9 @@ func CollectWarnings(w http.ResponseWriter, r *http.Request) (http.ResponseWrite
 type writeOptions struct {
 	dryRun          bool
 	fieldValidation string // Strict, Warn or Ignore
+	// admission are the parameters as sent, which admission webhooks
+	// receive in request.options.
+	admission admission.RequestOptions
 }
 
 func parseWriteOptions(r *http.Request, kind string) (writeOptions, error) {
@@ -461,10 +462,11 @@ func parseWriteOptions(r *http.Request, kind string) (writeOptions, error) {
 	if len(errs) > 0 {
 		return writeOptions{}, apierrors.NewInvalid(schema.GroupKind{Group: metav1.GroupName, Kind: kind}, "", errs)
 	}
+	sent := admission.RequestOptions{DryRun: dry, FieldManager: q.Get("fieldManager"), FieldValidation: fv}
 	if fv == "" {
 		fv = metav1.FieldValidationWarn
 	}
-	return writeOptions{dryRun: len(dry) > 0, fieldValidation: fv}, nil
+	return writeOptions{dryRun: len(dry) > 0, fieldValidation: fv, admission: sent}, nil
 }
 
 // decode decodes a request body into a new object of kind want (in the
@@ -512,12 +514,13 @@ func (h *Handler) decode(r *http.Request, body []byte, want schema.GroupVersionK
 
 // AdmitCreate runs the admission chain on the create of obj, of kind
 // gvk, at info's subresource of h's resource, for a subresource served
-// outside this package (pods/eviction), as kube-apiserver's create
-// handler does: the mutating plugins, then check (the subresource's own
-// checks of the request, as its REST's Create makes before it calls the
-// validating admission), then the validating plugins.
-func (h *Handler) AdmitCreate(ctx context.Context, info *request.Info, gvk schema.GroupVersionKind, obj runtime.Object, dryRun bool, check func() error) error {
-	a := h.adm(ctx, admission.Create, info, info.Namespace, info.Name, obj, nil, dryRun)
+// outside this package (pods/eviction), with the request's options opts
+// (CreateOptions), as kube-apiserver's create handler does: the mutating
+// plugins, then check (the subresource's own checks of the request, as
+// its REST's Create makes before it calls the validating admission), then
+// the validating plugins.
+func (h *Handler) AdmitCreate(ctx context.Context, info *request.Info, gvk schema.GroupVersionKind, obj runtime.Object, opts admission.RequestOptions, check func() error) error {
+	a := h.adm(ctx, admission.Create, info, info.Namespace, info.Name, obj, nil, opts)
 	a.Kind = gvk
 	if err := h.opts.Admission.Admit(ctx, a); err != nil {
 		return err
@@ -530,15 +533,20 @@ func (h *Handler) AdmitCreate(ctx context.Context, info *request.Info, gvk schem
 	return h.opts.Admission.Validate(ctx, a)
 }
 
-// adm builds admission attributes for a write.
-func (h *Handler) adm(ctx context.Context, op admission.Operation, info *request.Info, ns, name string, obj, old runtime.Object, dryRun bool) *admission.Attributes {
+// adm builds admission attributes for a write with the request's options
+// opts; it is a dry run when they say so.
+func (h *Handler) adm(ctx context.Context, op admission.Operation, info *request.Info, ns, name string, obj, old runtime.Object, opts admission.RequestOptions) *admission.Attributes {
 	a := new(admission.Attributes)
-	*a = h.admAttributes(ctx, op, info, ns, name, obj, old, dryRun)
+	*a = h.admAttributes(ctx, op, info, ns, name, obj, old, opts)
 	return a
 }
 
 // admAttributes is what adm points to.
-func (h *Handler) admAttributes(ctx context.Context, op admission.Operation, info *request.Info, ns, name string, obj, old runtime.Object, dryRun bool) admission.Attributes {
+func (h *Handler) admAttributes(ctx context.Context, op admission.Operation, info *request.Info, ns, name string, obj, old runtime.Object, opts admission.RequestOptions) admission.Attributes {
+	dryRun := len(opts.DryRun) > 0
+	if opts.Delete != nil {
+		dryRun = len(opts.Delete.DryRun) > 0
+	}
 	sub := ""
 	if info != nil {
 		sub = info.Subresource
@@ -546,7 +554,7 @@ func (h *Handler) admAttributes(ctx context.Context, op admission.Operation, inf
 	return admission.Attributes{
 		Operation: op, Resource: h.res.GroupVersionResource(), Kind: h.gvk, Subresource: sub,
 		Namespace: ns, Name: name, Object: obj, OldObject: old, DryRun: dryRun,
-		User: request.UserFrom(ctx),
+		User: request.UserFrom(ctx), Options: opts,
 	}
 }
 

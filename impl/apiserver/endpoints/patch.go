@@ -157,7 +157,7 @@ func (h *Handler) patch(w http.ResponseWriter, r *http.Request, info *request.In
 	if err != nil {
 		return err
 	}
-	out, _, err := h.updateObject(r.Context(), info, m, transform, wo.dryRun, false)
+	out, _, err := h.updateObject(r.Context(), info, m, transform, wo.admission, false)
 	if err != nil {
 		return err
 	}

@@ -164,7 +164,7 @@ func (h *Handler) update(w http.ResponseWriter, r *http.Request, info *request.I
 		return err
 	}
 	createIfMissing := m == modeMain && h.res.AllowCreateOnUpdate
-	out, created, err := h.updateObject(r.Context(), info, m, transform, wo.dryRun, createIfMissing)
+	out, created, err := h.updateObject(r.Context(), info, m, transform, wo.admission, createIfMissing)
 	if err != nil {
 		return err
 	}
@@ -253,12 +253,13 @@ const createAttempts = 3
 // updateObject runs an update through the stored object's compare-and-swap
 // loop (STORE-3): transform, then the update checks, admission and
 // validation on every attempt. An update that leaves a deleted object with
-// no finalizers removes it. dryRun runs everything but the write. When the
+// no finalizers removes it. A dry run (opts, the request's options, say
+// so; admission gets them) runs everything but the write. When the
 // object does not exist and createIfMissing, transform's result on an
 // empty object is created instead (created is then true).
-func (h *Handler) updateObject(ctx context.Context, info *request.Info, m mode, transform transformFunc, dryRun, createIfMissing bool) (out runtime.Object, created bool, err error) {
+func (h *Handler) updateObject(ctx context.Context, info *request.Info, m mode, transform transformFunc, opts admission.RequestOptions, createIfMissing bool) (out runtime.Object, created bool, err error) {
 	for attempt := 1; ; attempt++ {
-		out, err = h.updateExisting(ctx, info, m, transform, dryRun)
+		out, err = h.updateExisting(ctx, info, m, transform, opts)
 		if !createIfMissing || !storage.IsNotFound(err) {
 			return out, false, toStatus(err, VerbUpdate, h.gr, info.Name)
 		}
@@ -270,7 +271,7 @@ func (h *Handler) updateObject(ctx context.Context, info *request.Info, m mode, 
 			return nil, false, apierrors.NewBadRequest(fmt.Sprintf("the name of the object (%s) does not match the name on the URL (%s)", nm, info.Name))
 		}
 		accessor(obj).SetResourceVersion("")
-		out, err = h.createTracked(ctx, info, obj, dryRun)
+		out, err = h.createTracked(ctx, info, obj, opts)
 		if apierrors.IsAlreadyExists(err) && attempt < createAttempts {
 			continue // created meanwhile: update it
 		}
@@ -288,7 +289,8 @@ func toStatus(err error, verb string, gr schema.GroupResource, name string) erro
 
 // updateExisting is updateObject for an object that exists; a missing one
 // is storage's not-found error.
-func (h *Handler) updateExisting(ctx context.Context, info *request.Info, m mode, transform transformFunc, dryRun bool) (runtime.Object, error) {
+func (h *Handler) updateExisting(ctx context.Context, info *request.Info, m mode, transform transformFunc, opts admission.RequestOptions) (runtime.Object, error) {
+	dryRun := len(opts.DryRun) > 0
 	key, err := h.objectKey(info.Namespace, info.Name)
 	if err != nil {
 		return nil, err
@@ -306,7 +308,7 @@ func (h *Handler) updateExisting(ctx context.Context, info *request.Info, m mode
 		if err != nil {
 			return nil, err
 		}
-		if obj, err = h.prepareUpdate(ctx, info, m, obj, old, dryRun); err != nil {
+		if obj, err = h.prepareUpdate(ctx, info, m, obj, old, opts); err != nil {
 			return nil, err
 		}
 		if h.shouldDeleteDuringUpdate(obj, old) {
@@ -349,8 +351,9 @@ func (h *Handler) updateExisting(ctx context.Context, info *request.Info, m mode
 // prepareUpdate is kube-apiserver's BeforeUpdate plus admission: checks
 // identity and preconditions, defaults, carries over what a client cannot
 // change, lets the store fill what depends on its configuration
-// (FieldInitializer), validates.
-func (h *Handler) prepareUpdate(ctx context.Context, info *request.Info, m mode, obj, old runtime.Object, dryRun bool) (runtime.Object, error) {
+// (FieldInitializer), validates. Admission is given the request's options
+// opts.
+func (h *Handler) prepareUpdate(ctx context.Context, info *request.Info, m mode, obj, old runtime.Object, opts admission.RequestOptions) (runtime.Object, error) {
 	if m != modeFinalize {
 		// kube-apiserver defaults objects as it decodes them from storage,
 		// so a default that applies only after admission changed the
@@ -406,7 +409,7 @@ func (h *Handler) prepareUpdate(ctx context.Context, info *request.Info, m mode,
 		// /namespaces/{name}'s namespace its name.
 		ns = name
 	}
-	if err := h.opts.Admission.Admit(ctx, h.adm(ctx, admission.Update, info, ns, name, obj, old, dryRun)); err != nil {
+	if err := h.opts.Admission.Admit(ctx, h.adm(ctx, admission.Update, info, ns, name, obj, old, opts)); err != nil {
 		return nil, err
 	}
 	nm.SetGeneration(om.GetGeneration())
@@ -450,7 +453,7 @@ func (h *Handler) prepareUpdate(ctx context.Context, info *request.Info, m mode,
 	if len(errs) > 0 {
 		return nil, apierrors.NewInvalid(h.gvk.GroupKind(), name, errs)
 	}
-	if err := h.opts.Admission.Validate(ctx, h.adm(ctx, admission.Update, info, ns, name, obj, old, dryRun)); err != nil {
+	if err := h.opts.Admission.Validate(ctx, h.adm(ctx, admission.Update, info, ns, name, obj, old, opts)); err != nil {
 		return nil, err
 	}
 	return obj, nil

@@ -87,7 +87,7 @@ func (h *Handler) Serve(w http.ResponseWriter, r *http.Request, gv schema.GroupV
 	w, r = endpoints.CollectWarnings(w, r)
 	// The create's options (?dryRun, ?fieldValidation, ?fieldManager)
 	// are checked before the body is read.
-	dryRun, fieldValidation, err := endpoints.CreateOptions(r)
+	opts, fieldValidation, err := endpoints.CreateOptions(r)
 	if err != nil {
 		endpoints.WriteError(w, r, h.codecs, err, evictGR, info.Name)
 		return true
@@ -105,9 +105,9 @@ func (h *Handler) Serve(w http.ResponseWriter, r *http.Request, gv schema.GroupV
 	// says) before anything is read or written, as kube-apiserver's; the
 	// name check between the phases is where its eviction REST makes it,
 	// and then the create's dryRun becomes the delete's.
-	err = h.pods.AdmitCreate(r.Context(), info, evictionGVK, ev, len(dryRun) > 0, func() error { return checkName(info.Name, ev) })
+	err = h.pods.AdmitCreate(r.Context(), info, evictionGVK, ev, opts, func() error { return checkName(info.Name, ev) })
 	if err == nil {
-		err = propagateDryRun(ev, dryRun)
+		err = propagateDryRun(ev, opts.DryRun)
 	}
 	if err != nil {
 		endpoints.WriteError(w, r, h.codecs, err, podsGR, info.Name)
