@@ -45,26 +45,49 @@ func (s *Server) repairServicesOnce(ctx context.Context, rp *ipallocator.Repaire
 
 // runServiceRepair checks the ClusterIP and NodePort allocation records
 // against the services every ServiceRepairInterval until ctx ends, as
-// kube-apiserver's repair controllers; a pass is made at once unless
-// started (the first pass already succeeded).
-func (s *Server) runServiceRepair(ctx context.Context, rp *ipallocator.Repairer, started bool) {
+// kube-apiserver's repair controllers. succeeded says whether a pass
+// already succeeded; until one has, passes are retried after
+// repairRetryDelay, not the interval: the hook's check keeps /readyz and
+// /livez failing until then, and an etcd hiccup on the first pass would
+// otherwise leave the server unready for the whole interval (three
+// minutes by default, where kube-apiserver stops after one minute).
+func (s *Server) runServiceRepair(ctx context.Context, rp *ipallocator.Repairer, succeeded bool) {
 	interval := s.cfg.ServiceRepairInterval
 	if interval <= 0 {
 		interval = ipallocator.DefaultRepairInterval
 	}
-	t := time.NewTicker(interval)
+	t := time.NewTimer(repairRetryDelay(interval, succeeded, 0))
 	defer t.Stop()
-	for {
-		if !started {
-			s.repairServicesOnce(ctx, rp)
-		}
-		started = false
+	for failures := 0; ; {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
 		}
+		if s.repairServicesOnce(ctx, rp) {
+			succeeded = true
+		} else {
+			failures++
+		}
+		t.Reset(repairRetryDelay(interval, succeeded, failures))
 	}
+}
+
+// repairRetryDelay is how long the repair loop waits before its next pass:
+// the interval once a pass has succeeded; before that 100 ms doubling per
+// failed pass up to five seconds (never more than the interval). Pure.
+func repairRetryDelay(interval time.Duration, succeeded bool, failures int) time.Duration {
+	if succeeded {
+		return interval
+	}
+	d := 100 * time.Millisecond
+	for range failures {
+		if d *= 2; d >= 5*time.Second {
+			d = 5 * time.Second
+			break
+		}
+	}
+	return min(d, interval)
 }
 
 // recordRepairEvent writes f as a Warning event on its service, as the
