@@ -68,9 +68,10 @@ type health struct {
 // configuration consumer, the object count tracker), the control
 // plane's (system namespaces, legacy token tracking), the core REST
 // storage's (service IP and port repair), then pluginHooks (where
-// kube-apiserver has rbac/bootstrap-roles), then API Priority and
-// Fairness's configuration producer and the kubernetes service's
-// bootstrap controller. Pure.
+// kube-apiserver has rbac/bootstrap-roles, then the other REST storages'
+// hooks such as scheduling/bootstrap-system-priority-classes), then API
+// Priority and Fairness's configuration producer and the kubernetes
+// service's bootstrap controller. Pure.
 func hookOrder(apf, objectCounts, namespaces, legacyTracking, services bool, pluginHooks []string) []string {
 	var out []string
 	add := func(on bool, name string) {

@@ -17,8 +17,8 @@ import (
 // The checks kube-apiserver 1.37 lists, in its order, less those of
 // components kubeproof does not have (the admission initializer, the
 // apiextensions and aggregator hooks, the identity leases, cluster
-// authentication info, the system priority classes, the service CIDR
-// controller, the flow control watermark filters).
+// authentication info, the service CIDR controller, the flow control
+// watermark filters).
 const upstreamHooks = `[+]poststarthook/generic-apiserver-start-informers ok
 [+]poststarthook/priority-and-fairness-config-consumer ok
 [+]poststarthook/storage-object-count-tracker-hook ok
@@ -26,6 +26,7 @@ const upstreamHooks = `[+]poststarthook/generic-apiserver-start-informers ok
 [+]poststarthook/start-legacy-token-tracking-controller ok
 [+]poststarthook/start-service-ip-repair-controllers ok
 [+]poststarthook/rbac/bootstrap-roles ok
+[+]poststarthook/scheduling/bootstrap-system-priority-classes ok
 [+]poststarthook/priority-and-fairness-config-producer ok
 [+]poststarthook/bootstrap-controller ok
 `
@@ -113,6 +114,7 @@ func TestHealthBeforeRunFails(t *testing.T) {
 	body := rec.Body.String()
 	for _, line := range []string{"[+]ping ok\n", "[-]informer-sync failed: reason withheld\n",
 		"[-]poststarthook/start-system-namespaces-controller failed: reason withheld\n",
+		"[-]poststarthook/scheduling/bootstrap-system-priority-classes failed: reason withheld\n",
 		"[-]poststarthook/bootstrap-controller failed: reason withheld\n", "[+]shutdown ok\n"} {
 		if !strings.Contains(body, line) {
 			t.Errorf("readyz lacks %q", line)

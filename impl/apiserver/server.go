@@ -290,6 +290,9 @@ type Server struct {
 	closeOnce sync.Once
 	// health is what /healthz, /livez and /readyz check (health.go).
 	health *health
+	// bootstraps are the resources' objects created at start
+	// (bootstrap.go).
+	bootstraps []bootstrapHook
 	// kubeletProxy serves pods/log, pods/exec and nodes/proxy.
 	kubeletProxy *apiproxy.Proxy
 	// requestMetrics are the request metrics (the connect subresources
@@ -579,6 +582,13 @@ func New(cfg Config) (*Server, error) {
 	for _, hk := range s.plugins.PostStartHooks {
 		pluginHooks = append(pluginHooks, hk.Name)
 	}
+	// The storages' hooks (the system PriorityClasses) come after the
+	// RBAC policy's, as kube-apiserver registers its REST storage
+	// providers' hooks in that order.
+	s.bootstraps = s.bootstrapHooks()
+	for _, b := range s.bootstraps {
+		pluginHooks = append(pluginHooks, b.name)
+	}
 	_, configMaps := s.handlers[configMapsGVR]
 	s.health = newHealth(hookOrder(s.apf != nil, s.objectCounts != nil, s.nsHandler != nil, configMaps,
 		s.services != nil, pluginHooks))
@@ -645,7 +655,8 @@ func (s *Server) Close() {
 	})
 }
 
-// Run creates the system namespaces, then serves HTTPS on the configured
+// Run creates the system namespaces and the resources' bootstrap objects
+// (the system PriorityClasses), then serves HTTPS on the configured
 // listener until ctx is done, then shuts down gracefully: open watches are
 // ended, in-flight requests get ShutdownTimeout to finish.
 func (s *Server) Run(ctx context.Context) error {
@@ -669,6 +680,16 @@ func (s *Server) Run(ctx context.Context) error {
 	if err := s.ensureKubernetesService(ctx, ln.Addr()); err != nil {
 		_ = ln.Close()
 		return err
+	}
+	// Before the plugins' caches start: their first list holds the
+	// system PriorityClasses, so a pod naming one is admitted from the
+	// first request on.
+	for _, b := range s.bootstraps {
+		if err := s.runBootstrap(ctx, b); err != nil {
+			_ = ln.Close()
+			return err
+		}
+		s.health.hookDone(b.name)
 	}
 	baseCtx, cancelBase := context.WithCancel(context.Background())
 	var bg sync.WaitGroup

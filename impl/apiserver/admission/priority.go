@@ -10,14 +10,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 )
 
-// SystemPriorityClasses are the classes every cluster has, with their
-// values; Priority resolves them even before the API server has stored
-// them.
-var SystemPriorityClasses = map[string]int32{
-	"system-node-critical":    2000001000,
-	"system-cluster-critical": 2000000000,
-}
-
 // PriorityClassLister lists the stored PriorityClasses; fresh asks for a
 // quorum read rather than a possibly cached one.
 type PriorityClassLister func(ctx context.Context, fresh bool) ([]schedulingv1.PriorityClass, error)
@@ -72,7 +64,11 @@ func (p *Priority) Admit(ctx context.Context, a *Attributes) error {
 	}
 	classes, err := p.List(ctx, false)
 	if err != nil {
-		return fmt.Errorf("resolving the pod's priority: %w", err)
+		// In kube-apiserver's words for a lister failing.
+		if pod.Spec.PriorityClassName == "" {
+			return fmt.Errorf("failed to get default priority class: %w", err)
+		}
+		return fmt.Errorf("failed to get PriorityClass with name %s: %w", pod.Spec.PriorityClassName, err)
 	}
 	name, value, policy, err := resolvePriority(pod.Spec.PriorityClassName, classes)
 	if apierrors.IsNotFound(err) {
@@ -94,9 +90,12 @@ func (p *Priority) Admit(ctx context.Context, a *Attributes) error {
 }
 
 // resolvePriority is the pure decision: the class name, priority and
-// preemption policy a pod naming className gets. An empty className takes
-// the globalDefault class with the highest value, or priority 0 and
-// PreemptLowerPriority when there is none. An unknown class is NotFound.
+// preemption policy a pod naming className gets, from the stored classes
+// alone (the system classes too: the API server creates them at start, as
+// kube-apiserver's plugin reads them from its lister only). An empty
+// className takes the global default class (defaultClass), or priority 0
+// and PreemptLowerPriority when there is none. An unknown class is
+// NotFound.
 func resolvePriority(className string, classes []schedulingv1.PriorityClass) (string, int32, corev1.PreemptionPolicy, error) {
 	policyOf := func(pc *schedulingv1.PriorityClass) corev1.PreemptionPolicy {
 		if pc.PreemptionPolicy != nil {
@@ -105,12 +104,7 @@ func resolvePriority(className string, classes []schedulingv1.PriorityClass) (st
 		return corev1.PreemptLowerPriority
 	}
 	if className == "" {
-		var def *schedulingv1.PriorityClass
-		for i := range classes {
-			if classes[i].GlobalDefault && (def == nil || classes[i].Value > def.Value) {
-				def = &classes[i]
-			}
-		}
+		def := defaultClass(classes)
 		if def == nil {
 			return "", 0, corev1.PreemptLowerPriority, nil
 		}
@@ -121,10 +115,20 @@ func resolvePriority(className string, classes []schedulingv1.PriorityClass) (st
 			return className, classes[i].Value, policyOf(&classes[i]), nil
 		}
 	}
-	if v, ok := SystemPriorityClasses[className]; ok {
-		return className, v, corev1.PreemptLowerPriority, nil
-	}
 	return "", 0, "", apierrors.NewNotFound(priorityClassResource, className)
+}
+
+// defaultClass is the global default class: when more than one is marked
+// (two creates racing), the one of lowest value, as kube-apiserver picks.
+// nil when there is none. Pure.
+func defaultClass(classes []schedulingv1.PriorityClass) *schedulingv1.PriorityClass {
+	var def *schedulingv1.PriorityClass
+	for i := range classes {
+		if classes[i].GlobalDefault && (def == nil || classes[i].Value < def.Value) {
+			def = &classes[i]
+		}
+	}
+	return def
 }
 
 // Validate implements Validator: at most one PriorityClass is the
@@ -140,12 +144,13 @@ func (p *Priority) Validate(ctx context.Context, a *Attributes) error {
 	// A quorum read: two defaults must not slip through a lagging cache.
 	classes, err := p.List(ctx, true)
 	if err != nil {
-		return fmt.Errorf("checking for another default PriorityClass: %w", err)
+		return fmt.Errorf("failed to get default priority class: %w", err)
 	}
-	for _, other := range classes {
-		if other.GlobalDefault && other.Name != pc.Name {
-			return forbidden(a, fmt.Errorf("PriorityClass %v is already marked as default. Only one default can exist", other.Name))
-		}
+	// As kube-apiserver: a create is refused whenever a default exists
+	// (even under its own name, before the store would say it exists), an
+	// update unless the default is the class updated.
+	if def := defaultClass(classes); def != nil && (a.Operation == Create || def.Name != pc.Name) {
+		return forbidden(a, fmt.Errorf("PriorityClass %v is already marked as default. Only one default can exist", def.Name))
 	}
 	return nil
 }

@@ -87,6 +87,9 @@ func TestPriority(t *testing.T) {
 	never := corev1.PreemptNever
 	high := schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: "high"}, Value: 1000, PreemptionPolicy: &never}
 	def := schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: "def"}, Value: 7, GlobalDefault: true}
+	def9 := schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: "def9"}, Value: 9, GlobalDefault: true}
+	lower := corev1.PreemptLowerPriority
+	critical := schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: "system-node-critical"}, Value: 2000001000, PreemptionPolicy: &lower}
 	tests := []struct {
 		name      string
 		classes   []schedulingv1.PriorityClass
@@ -100,7 +103,12 @@ func TestPriority(t *testing.T) {
 		{"no class, no default", nil, "", nil, "", 0, corev1.PreemptLowerPriority, ""},
 		{"global default", []schedulingv1.PriorityClass{high, def}, "", nil, "def", 7, corev1.PreemptLowerPriority, ""},
 		{"named class", []schedulingv1.PriorityClass{high, def}, "high", nil, "high", 1000, corev1.PreemptNever, ""},
-		{"built-in system class", nil, "system-node-critical", nil, "system-node-critical", 2000001000, corev1.PreemptLowerPriority, ""},
+		// Read from the stored classes only, as kube-apiserver's lister:
+		// the API server creates the system classes at start.
+		{"stored system class", []schedulingv1.PriorityClass{critical}, "system-node-critical", nil, "system-node-critical", 2000001000, corev1.PreemptLowerPriority, ""},
+		{"system class not stored", nil, "system-node-critical", nil, "", 0, "",
+			`pods "p" is forbidden: no PriorityClass with name system-node-critical was found`},
+		{"two defaults: the lowest value", []schedulingv1.PriorityClass{def, def9}, "", nil, "def", 7, corev1.PreemptLowerPriority, ""},
 		{"unknown class", nil, "nope", nil, "", 0, "", `pods "p" is forbidden: no PriorityClass with name nope was found`},
 		{"registry-defaulted zero takes the global default", []schedulingv1.PriorityClass{def}, "", ptr(int32(0)), "def", 7, corev1.PreemptLowerPriority, ""},
 		{"matching priority accepted", []schedulingv1.PriorityClass{high}, "high", ptr(int32(1000)), "high", 1000, corev1.PreemptNever, ""},
@@ -137,5 +145,18 @@ func TestPriority(t *testing.T) {
 	pa := &Attributes{Operation: Create, Resource: schedulingv1.SchemeGroupVersion.WithResource("priorityclasses"), Name: "other", Object: &other}
 	wantForbidden(t, priorityPlugin(def).Validate(context.Background(), pa),
 		`priorityclasses.scheduling.k8s.io "other" is forbidden: PriorityClass def is already marked as default. Only one default can exist`)
-	wantForbidden(t, priorityPlugin(other).Validate(context.Background(), pa), "")
+	wantForbidden(t, priorityPlugin().Validate(context.Background(), pa), "")
+	// As kube-apiserver: the default named is the lowest-valued one; a
+	// create is refused even under the default's own name; an update
+	// passes when the class updated is that default.
+	wantForbidden(t, priorityPlugin(def9, def).Validate(context.Background(), pa),
+		`priorityclasses.scheduling.k8s.io "other" is forbidden: PriorityClass def is already marked as default. Only one default can exist`)
+	self := &Attributes{Operation: Create, Resource: pa.Resource, Name: "def", Object: &def}
+	wantForbidden(t, priorityPlugin(def).Validate(context.Background(), self),
+		`priorityclasses.scheduling.k8s.io "def" is forbidden: PriorityClass def is already marked as default. Only one default can exist`)
+	self.Operation = Update
+	wantForbidden(t, priorityPlugin(def, def9).Validate(context.Background(), self), "")
+	up9 := &Attributes{Operation: Update, Resource: pa.Resource, Name: "def9", Object: &def9}
+	wantForbidden(t, priorityPlugin(def, def9).Validate(context.Background(), up9),
+		`priorityclasses.scheduling.k8s.io "def9" is forbidden: PriorityClass def is already marked as default. Only one default can exist`)
 }

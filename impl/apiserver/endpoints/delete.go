@@ -136,8 +136,14 @@ func (h *Handler) deleteResponse(out runtime.Object, deleted bool, code int) (ru
 // deletionGracePeriodSeconds) for kinds with a GracefulDeleter; orphan and
 // foregroundDeletion finalizers recorded from the propagation policy; an
 // object with finalizers only marked. deleted reports whether the object
-// is gone.
+// is gone. A resource's ForbidDelete is asked first, before the object is
+// read.
 func (h *Handler) DeleteObject(ctx context.Context, info *request.Info, key string, opts *metav1.DeleteOptions) (out runtime.Object, deleted bool, err error) {
+	if h.res.ForbidDelete != nil {
+		if err := h.res.ForbidDelete(info.Name); err != nil {
+			return nil, false, err
+		}
+	}
 	return h.deleteObject(ctx, info, key, opts, admitObject)
 }
 

@@ -81,6 +81,28 @@ type Resource struct {
 	// another resource's stored objects (events.k8s.io/v1 events are
 	// core/v1 events), converted on the way in and out.
 	SharedStorage *SharedStorage
+	// ForbidDelete, if not nil, is asked before a DELETE of one object
+	// reads it: a non-nil error (a Kubernetes Status error) is the answer,
+	// as kube-apiserver's priorityclasses storage refuses to delete the
+	// system classes. A deletecollection's items are not asked, as that
+	// storage's DeleteCollection goes around its own Delete.
+	ForbidDelete func(name string) error
+	// Bootstrap, if not nil, names objects the API server creates when
+	// they are missing before it serves, as one of kube-apiserver's
+	// post-start hooks.
+	Bootstrap *Bootstrap
+}
+
+// Bootstrap is objects a resource's storage creates at start (the system
+// PriorityClasses): each is read, and created through the create path
+// (defaults, admission, validation) when not found; one that exists is
+// left as it is, whatever it holds.
+type Bootstrap struct {
+	// Hook is the kube-apiserver post-start hook doing it, listed by the
+	// health endpoints as "poststarthook/<Hook>".
+	Hook string
+	// Objects returns new copies of the objects to create.
+	Objects func() []runtime.Object
 }
 
 // SharedStorage is how a resource is served from another resource's

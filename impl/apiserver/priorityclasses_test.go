@@ -1,0 +1,147 @@
+package apiserver_test
+
+import (
+	"net/http"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kubeproof/kubeproof/impl/apiserver"
+	"github.com/kubeproof/kubeproof/impl/apiserver/admission"
+)
+
+// withPriority runs the Priority admission plugin, with its cache.
+func withPriority(c *apiserver.Config) {
+	c.Plugins = func(stores apiserver.StoreGetter) (apiserver.Plugins, error) {
+		m, v, s, err := admission.NewPlugins([]string{"Priority"}, stores)
+		return apiserver.Plugins{Mutators: m, Validators: v, Starters: s}, err
+	}
+}
+
+// A fresh server has stored kube-apiserver 1.37's two system
+// PriorityClasses before it is ready (its
+// scheduling/bootstrap-system-priority-classes post-start hook): value,
+// description, the defaulted preemptionPolicy, not the global default, no
+// labels, generation 1.
+func TestSystemPriorityClassesAtStart(t *testing.T) {
+	if testing.Short() {
+		t.Skip("API server on embedded etcd: skipped with -short")
+	}
+	e := newEnv(t, withPriority)
+	list, err := e.cs.SchedulingV1().PriorityClasses().List(ctx(t), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]struct {
+		value int32
+		desc  string
+	}{
+		"system-node-critical":    {2000001000, "Used for system critical pods that must not be moved from their current node."},
+		"system-cluster-critical": {2000000000, "Used for system critical pods that must run in the cluster, but can be moved to another node if necessary."},
+	}
+	if len(list.Items) != len(want) {
+		t.Fatalf("priority classes of a fresh server: %d, want 2: %+v", len(list.Items), list.Items)
+	}
+	for _, pc := range list.Items {
+		w, ok := want[pc.Name]
+		if !ok {
+			t.Errorf("unexpected class %q", pc.Name)
+			continue
+		}
+		if pc.Value != w.value || pc.Description != w.desc || pc.GlobalDefault || pc.PreemptionPolicy == nil ||
+			*pc.PreemptionPolicy != corev1.PreemptLowerPriority || len(pc.Labels) != 0 || len(pc.Annotations) != 0 ||
+			pc.Generation != 1 || pc.UID == "" || pc.CreationTimestamp.IsZero() {
+			t.Errorf("%s: %+v", pc.Name, pc)
+		}
+	}
+	r := e.do("GET", "/readyz/poststarthook/scheduling/bootstrap-system-priority-classes", nil)
+	if r.code != http.StatusOK || string(r.body) != "ok" {
+		t.Errorf("hook check: %d %q", r.code, r.body)
+	}
+	// The Priority plugin reads them from the store only (no built-in
+	// values): a pod naming one is admitted from the first request on.
+	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "critical", Namespace: "kube-system"},
+		Spec: corev1.PodSpec{PriorityClassName: "system-node-critical", Containers: []corev1.Container{{Name: "c", Image: "i"}}}}
+	got, err := e.cs.CoreV1().Pods("kube-system").Create(ctx(t), p, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("creating a system-node-critical pod: %v", err)
+	}
+	if got.Spec.Priority == nil || *got.Spec.Priority != 2000001000 || got.Spec.PreemptionPolicy == nil ||
+		*got.Spec.PreemptionPolicy != corev1.PreemptLowerPriority {
+		t.Errorf("pod priority %v, policy %v", got.Spec.Priority, got.Spec.PreemptionPolicy)
+	}
+}
+
+// A second start on the same storage neither fails nor duplicates the
+// classes, and leaves them as they are (kube-apiserver's hook creates a
+// missing class only): a description changed by an update stays.
+func TestSystemPriorityClassesRestart(t *testing.T) {
+	if testing.Short() {
+		t.Skip("API server on embedded etcd: skipped with -short")
+	}
+	e := newEnv(t, withPriority)
+	pcs := e.cs.SchedulingV1().PriorityClasses()
+	pc, err := pcs.Get(ctx(t), "system-cluster-critical", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pc.Description = "mine"
+	if pc, err = pcs.Update(ctx(t), pc, metav1.UpdateOptions{}); err != nil {
+		t.Fatalf("updating a system class's description: %v", err)
+	}
+	e2 := newEnvAt(t, e.prefix, withPriority)
+	list, err := e2.cs.SchedulingV1().PriorityClasses().List(ctx(t), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list.Items) != 2 {
+		t.Fatalf("classes after a restart: %+v", list.Items)
+	}
+	for _, it := range list.Items {
+		if it.Name == pc.Name && (it.Description != "mine" || it.ResourceVersion != pc.ResourceVersion) {
+			t.Errorf("restart rewrote %s: %+v", it.Name, it)
+		}
+	}
+}
+
+// A DELETE of a system class is refused with kube-apiserver's 403, a dry
+// run too; a user class deletes. As upstream, whose check is in its
+// storage's Delete only, a deletecollection deletes the system classes.
+func TestSystemPriorityClassDelete(t *testing.T) {
+	if testing.Short() {
+		t.Skip("API server on embedded etcd: skipped with -short")
+	}
+	e := newEnv(t, nil)
+	for _, path := range []string{"/apis/scheduling.k8s.io/v1/priorityclasses/system-node-critical",
+		"/apis/scheduling.k8s.io/v1/priorityclasses/system-cluster-critical?dryRun=All"} {
+		r := e.do("DELETE", path, nil)
+		st := expectStatus(t, r, http.StatusForbidden, metav1.StatusReasonForbidden, "")
+		name := "system-node-critical"
+		if st.Details != nil && st.Details.Name == "system-cluster-critical" {
+			name = "system-cluster-critical"
+		}
+		want := `priorityclasses.scheduling.k8s.io "` + name + `" is forbidden: this is a system priority class and cannot be deleted`
+		if st.Message != want || st.Details == nil || st.Details.Group != "scheduling.k8s.io" || st.Details.Kind != "priorityclasses" {
+			t.Errorf("DELETE %s: %+v, want message %q", path, st, want)
+		}
+	}
+	pcs := e.cs.SchedulingV1().PriorityClasses()
+	if _, err := pcs.Get(ctx(t), "system-node-critical", metav1.GetOptions{}); err != nil {
+		t.Fatalf("after the refused delete: %v", err)
+	}
+	if _, err := pcs.Create(ctx(t), &schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: "mine"}, Value: 5}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := pcs.Delete(ctx(t), "mine", metav1.DeleteOptions{}); err != nil {
+		t.Errorf("deleting a user class: %v", err)
+	}
+	if err := pcs.DeleteCollection(ctx(t), metav1.DeleteOptions{}, metav1.ListOptions{}); err != nil {
+		t.Fatalf("deletecollection: %v", err)
+	}
+	if _, err := pcs.Get(ctx(t), "system-node-critical", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("after deletecollection: %v, want NotFound", err)
+	}
+}
