@@ -462,7 +462,9 @@ func (s *liveServer) check(t *testing.T, req fuzzRequest) (int, []byte) {
 // send serves req in-process. Watches get a short deadline: the stream is
 // ended by it, which is how a client's timeout ends a watch.
 func (s *liveServer) send(ctx context.Context, req fuzzRequest) (int, http.Header, []byte) {
-	if v := req.query.Get("watch"); v != "" && v != "false" && v != "0" || strings.Contains(req.path, "/watch/") {
+	// A watch is any "watch" parameter but 0 or false (an empty one
+	// included), as kube-apiserver reads it.
+	if w, ok := req.query["watch"]; ok && len(w) > 0 && w[0] != "0" && !strings.EqualFold(w[0], "false") || strings.Contains(req.path, "/watch/") {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, 30*time.Millisecond)
 		defer cancel()

@@ -7,8 +7,9 @@ package fuzz
 // labels it does not, sometimes a taint), a Lease (its own or another's,
 // in kube-node-lease or elsewhere), reads the secrets, configmaps and
 // pods of fuzzNodeNS, where one pod bound to the node references some and
-// one bound to another node others, or patches those pods' status. The oracle (expectNode) gives the
-// exact answer kube-apiserver 1.37 gives, written from its Node
+// one bound to another node others, or patches those pods' status. The
+// oracle (expectNode) gives the exact answer kube-apiserver 1.37 gives,
+// written from its Node
 // authorizer (the Node rules with AuthorizeNodeWithSelectors, on by
 // default, and the graph paths node <- pod <- secret/configmap) and
 // NodeRestriction admission (its checks in order, its label policy: a
