@@ -129,7 +129,54 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.Header().Add("Warning", h.deprecationHeader)
 	}
 	if err := h.serve(w, r, info); err != nil {
+		if h.deprecation != "" && isRouterAnswer(err) {
+			// kube-apiserver's router answers a path or method none of
+			// the resource's routes serves, so no route handler ran to
+			// add the kind's warning.
+			h.withdrawDeprecation(w)
+		}
 		WriteStatusError(w, r, h.opts.Codecs, ToStatusError(err, storageVerb(info.Verb), h.gr, info.Name))
+	}
+}
+
+// isRouterAnswer reports whether err is one of the answers of
+// kube-apiserver's router rather than of a route's handler: notFoundPath's
+// 404 or MethodNotAllowed's 405.
+func isRouterAnswer(err error) bool {
+	var se *apierrors.StatusError
+	if !errors.As(err, &se) {
+		return false
+	}
+	st := se.ErrStatus
+	switch st.Code {
+	case http.StatusMethodNotAllowed:
+		return true
+	case http.StatusNotFound:
+		d := st.Details
+		return st.Message == notFoundPathMessage && d != nil && d.Name == "" && d.Kind == "" && d.Group == "" && len(d.Causes) == 0
+	}
+	return false
+}
+
+// withdrawDeprecation takes back the kind's deprecation warning ServeHTTP
+// added before serving: from a write's collected warnings, or from a
+// read's Warning headers, the others kept in order.
+func (h *Handler) withdrawDeprecation(w http.ResponseWriter) {
+	if ww, ok := w.(*warningWriter); ok {
+		ww.warnings.Remove(h.deprecation)
+		return
+	}
+	hdr := w.Header()
+	vals := hdr.Values("Warning")
+	kept := make([]string, 0, len(vals))
+	for _, v := range vals {
+		if v != h.deprecationHeader {
+			kept = append(kept, v)
+		}
+	}
+	hdr.Del("Warning")
+	for _, v := range kept {
+		hdr.Add("Warning", v)
 	}
 }
 
@@ -214,10 +261,13 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request, info *request.In
 	return notFoundPath()
 }
 
+// notFoundPathMessage is the message of kube-apiserver's router's 404.
+const notFoundPathMessage = "the server could not find the requested resource"
+
 func notFoundPath() error {
 	return &apierrors.StatusError{ErrStatus: metav1.Status{
 		Status: metav1.StatusFailure, Code: http.StatusNotFound,
-		Reason: metav1.StatusReasonNotFound, Message: "the server could not find the requested resource",
+		Reason: metav1.StatusReasonNotFound, Message: notFoundPathMessage,
 		Details: &metav1.StatusDetails{},
 	}}
 }
