@@ -126,12 +126,16 @@ func subresources(r *resource.Resource) []subresource {
 		out = append(out, subresource{"exec", schema.GroupVersionKind{Version: "v1", Kind: "PodExecOptions"}, []string{"create", "get"}})
 		out = append(out, subresource{"log", gvk, []string{"get"}})
 		out = append(out, subresource{"portforward", schema.GroupVersionKind{Version: "v1", Kind: "PodPortForwardOptions"}, []string{"create", "get"}})
+		out = append(out, subresource{"proxy", schema.GroupVersionKind{Version: "v1", Kind: "PodProxyOptions"}, []string{"create", "delete", "get", "patch", "update"}})
 		if r.Resize != nil {
 			out = append(out, subresource{"resize", gvk, []string{"get", "patch", "update"}})
 		}
 	}
 	if core && r.Name == "nodes" {
 		out = append(out, subresource{"proxy", schema.GroupVersionKind{Version: "v1", Kind: "NodeProxyOptions"}, []string{"create", "delete", "get", "patch", "update"}})
+	}
+	if core && r.Name == "services" {
+		out = append(out, subresource{"proxy", schema.GroupVersionKind{Version: "v1", Kind: "ServiceProxyOptions"}, []string{"create", "delete", "get", "patch", "update"}})
 	}
 	if core && r.Name == "serviceaccounts" {
 		out = append(out, subresource{"token", schema.GroupVersionKind{Group: "authentication.k8s.io", Version: "v1", Kind: "TokenRequest"}, []string{"create"}})
