@@ -1,8 +1,13 @@
 package apiserver_test
 
 import (
+	"context"
+	"errors"
+	"net"
 	"net/http"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
@@ -11,6 +16,8 @@ import (
 
 	"github.com/kubeproof/kubeproof/impl/apiserver"
 	"github.com/kubeproof/kubeproof/impl/apiserver/admission"
+	"github.com/kubeproof/kubeproof/impl/registry"
+	"github.com/kubeproof/kubeproof/impl/storage/storagebackend"
 )
 
 // withPriority runs the Priority admission plugin, with its cache.
@@ -143,5 +150,69 @@ func TestSystemPriorityClassDelete(t *testing.T) {
 	}
 	if _, err := pcs.Get(ctx(t), "system-node-critical", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Errorf("after deletecollection: %v, want NotFound", err)
+	}
+}
+
+// refusePriorityClasses is a validating plugin answering the creates of
+// PriorityClasses with err while fail says so.
+type refusePriorityClasses struct {
+	err  error
+	fail func() bool
+}
+
+func (r refusePriorityClasses) Validate(_ context.Context, a *admission.Attributes) error {
+	if a.Resource.Resource == "priorityclasses" && a.Operation == admission.Create && r.fail() {
+		return r.err
+	}
+	return nil
+}
+
+// The hook retries a create the server answers 503 (upstream's hook
+// retries ServiceUnavailable) and is done once it succeeds.
+func TestSystemPriorityClassesRetryUnavailable(t *testing.T) {
+	if testing.Short() {
+		t.Skip("API server on embedded etcd: skipped with -short")
+	}
+	var refused atomic.Int32
+	e := newEnv(t, func(c *apiserver.Config) {
+		c.AdmissionValidators = append(c.AdmissionValidators, refusePriorityClasses{
+			err:  apierrors.NewServiceUnavailable("storage is being migrated"),
+			fail: func() bool { return refused.Add(1) == 1 },
+		})
+	})
+	if refused.Load() < 2 {
+		t.Fatalf("creates seen %d, want the refused one and its retry", refused.Load())
+	}
+	list, err := e.cs.SchedulingV1().PriorityClasses().List(ctx(t), metav1.ListOptions{})
+	if err != nil || len(list.Items) != 2 {
+		t.Fatalf("classes after a retried create: %v %v", list, err)
+	}
+}
+
+// A create refused otherwise fails the hook, and the start: kube-apiserver
+// stops when its hook fails.
+func TestSystemPriorityClassesRefusedStopsRun(t *testing.T) {
+	if testing.Short() {
+		t.Skip("API server on embedded etcd: skipped with -short")
+	}
+	factory := storagebackend.NewFactory(storagebackend.Config{Client: etcdServer.Client(), Prefix: "/priority-refused"})
+	defer factory.Close()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := apiserver.New(apiserver.Config{StorageFactory: factory, Resources: registry.All(), ServingCert: &serving,
+		ClientCA: ca.Pool(), Listener: ln,
+		AdmissionValidators: []admission.Validator{refusePriorityClasses{err: apierrors.NewForbidden(
+			schedulingv1.Resource("priorityclasses"), "system-node-critical", errors.New("no")), fail: func() bool { return true }}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	err = srv.Run(c)
+	want := `apiserver: post-start hook scheduling/bootstrap-system-priority-classes: creating priorityclasses "system-node-critical": priorityclasses.scheduling.k8s.io "system-node-critical" is forbidden: no`
+	if err == nil || err.Error() != want {
+		t.Fatalf("Run: %v, want %s", err, want)
 	}
 }

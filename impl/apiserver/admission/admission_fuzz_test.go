@@ -325,6 +325,17 @@ func fuzzCluster(in *fuzzBytes, st *memStores) error {
 	if err := st.add(priorityClassResource, &schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: "high"}, Value: 1000}); err != nil {
 		return err
 	}
+	// The system classes, which the API server stores at start (the
+	// plugin knows them from the store only). No input byte read: the
+	// seeds keep their meaning.
+	for _, sys := range []schedulingv1.PriorityClass{
+		{ObjectMeta: metav1.ObjectMeta{Name: "system-node-critical"}, Value: 2000001000},
+		{ObjectMeta: metav1.ObjectMeta{Name: "system-cluster-critical"}, Value: 2000000000},
+	} {
+		if err := st.add(priorityClassResource, &sys); err != nil {
+			return err
+		}
+	}
 	if in.chance(3) {
 		if err := st.add(priorityClassResource, &schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: "everyone"},
 			Value: 10, GlobalDefault: true}); err != nil {
