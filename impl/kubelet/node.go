@@ -150,6 +150,11 @@ func (k *Kubelet) registerNode(ctx context.Context) error {
 	k.evictionTick(ctx) // the pressure conditions to register with
 	version, verr := k.rt.Version(ctx)
 	node.Status = NodeStatus(&k.cfg, nil, k.Pressure(), version, verr, k.clock.Now())
+	// The conditions' events, as upstream's node status setters record
+	// them building the initial Node at every registration attempt,
+	// before the create: so also when it fails, and when the node exists
+	// (a restarted kubelet) (nodeevents.go).
+	k.recordNodeStatusEvents(nodeStatusEvents(nil, node.Status.Conditions))
 	created, err := k.client.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{})
 	if apierrors.IsAlreadyExists(err) {
 		created, err = k.client.CoreV1().Nodes().Get(ctx, k.cfg.NodeName, metav1.GetOptions{})
@@ -161,9 +166,6 @@ func (k *Kubelet) registerNode(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("registering node %s: %w", k.cfg.NodeName, err)
 	}
-	// Registered with these conditions: their events as upstream's
-	// setters record them on the node it registers (nodeevents.go).
-	k.recordNodeStatusEvents(nodeStatusEvents(nil, node.Status.Conditions))
 	// Create may drop status (a real API server does); post it.
 	k.setNode(created)
 	return k.updateNodeStatus(ctx, true)
