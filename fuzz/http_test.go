@@ -54,6 +54,14 @@ var allowed5xx = []struct {
 	// kube-apiserver answers a Status of code 500 and no reason with the
 	// encoder's error, in YAML.
 	{http.StatusInternalServerError, "", "yaml: control characters are not allowed", "an object YAML cannot carry"},
+	// pods/proxy and services/proxy answer kube-apiserver's 503s when
+	// there is nothing to proxy to: a Service without (ready) endpoints
+	// for the port, a port number the Service lacks, or a pod or endpoint
+	// address not reached (the fuzzer's server refuses every proxy
+	// connection).
+	{http.StatusServiceUnavailable, metav1.StatusReasonServiceUnavailable, "no endpoints available for service ", "services/proxy without a ready endpoint"},
+	{http.StatusServiceUnavailable, metav1.StatusReasonServiceUnavailable, "no service port ", "services/proxy to a port number the Service lacks"},
+	{http.StatusServiceUnavailable, metav1.StatusReasonServiceUnavailable, "error trying to reach service: ", "a proxied pod or endpoint not reached"},
 }
 
 // httpMethods are the verbs' methods plus a few no handler serves.

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -176,6 +177,12 @@ func startServer() (*liveServer, error) {
 		TokenAuthenticators: []auth.TokenAuthenticator{nodeTokens},
 		Anonymous:           true,
 		Logger:              quiet,
+		// pods/proxy and services/proxy reach no network from the
+		// fuzzer (a fuzzed pod status may name any IP): every connection
+		// is refused, kube-apiserver's 503 "error trying to reach service".
+		ProxyDial: func(_ context.Context, network, address string) (net.Conn, error) {
+			return nil, fmt.Errorf("dial %s %s: the fuzzer has no pod network", network, address)
+		},
 		// One request at a time reaches the server; never shed load.
 		MaxRequestsInFlight: -1, MaxMutatingRequestsInFlight: -1,
 		// A signing key serves the TokenRequest API (serviceaccounts/token).
