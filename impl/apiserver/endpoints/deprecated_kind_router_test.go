@@ -1,6 +1,10 @@
 package endpoints
 
-import "testing"
+import (
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+)
 
 // kube-apiserver adds a deprecated kind's warning in the handlers of the
 // resource's routes, so a request its router answers (a path or method
@@ -41,5 +45,27 @@ func TestDeprecatedKindWarningNotOnRouterAnswers(t *testing.T) {
 		if r.code != tc.code || len(r.warnings) != 1 || r.warnings[0] != endpointsWarning {
 			t.Errorf("%s %s: %d, Warning %q, want %d and %q", tc.method, tc.path, r.code, r.warnings, tc.code, endpointsWarning)
 		}
+	}
+}
+
+// removedEndpoints is v1 Endpoints as if it named a removal release.
+type removedEndpoints struct{ corev1.Endpoints }
+
+func (*removedEndpoints) APILifecycleRemoved() (major, minor int) { return 1, 40 }
+
+// A kind naming the release it goes away in has it in the warning
+// (", unavailable in v1.40+") and in the k8s.io/removed-release audit
+// annotation's value ("1.40"), as kube-apiserver's deprecation helpers.
+func TestDeprecatedKindRemovedRelease(t *testing.T) {
+	gvk := corev1.SchemeGroupVersion.WithKind("Endpoints")
+	want := "v1 Endpoints is deprecated in v1.33+, unavailable in v1.40+; use discovery.k8s.io/v1 EndpointSlice"
+	if got := deprecationWarning(gvk, &removedEndpoints{}, 1, 37); got != want {
+		t.Errorf("warning %q, want %q", got, want)
+	}
+	if got := deprecatedRemovedRelease(&removedEndpoints{}); got != "1.40" {
+		t.Errorf("removed release %q, want 1.40", got)
+	}
+	if got := deprecatedRemovedRelease(&corev1.Endpoints{}); got != "" {
+		t.Errorf("v1 Endpoints' removed release %q, want none", got)
 	}
 }

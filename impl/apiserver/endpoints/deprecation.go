@@ -67,3 +67,25 @@ func deprecationHeader(gvk schema.GroupVersionKind, obj runtime.Object, major, m
 	}
 	return h
 }
+
+// The audit annotations kube-apiserver puts on a request a deprecated
+// kind's route serves: auditDeprecatedKey "true", and auditRemovedReleaseKey
+// the release it goes away in when the kind names one.
+const (
+	auditDeprecatedKey     = "k8s.io/deprecated"
+	auditRemovedReleaseKey = "k8s.io/removed-release"
+)
+
+// deprecatedRemovedRelease is the "<major>.<minor>" release the kind of
+// obj is unavailable from, empty when it names none.
+func deprecatedRemovedRelease(obj runtime.Object) string {
+	r, ok := obj.(lifecycleRemoved)
+	if !ok {
+		return ""
+	}
+	major, minor := r.APILifecycleRemoved()
+	if major == 0 && minor == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%d.%d", major, minor)
+}

@@ -28,6 +28,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/kubeproof/kubeproof/impl/apiserver/admission"
+	"github.com/kubeproof/kubeproof/impl/apiserver/audit"
 	"github.com/kubeproof/kubeproof/impl/apiserver/codec"
 	"github.com/kubeproof/kubeproof/impl/apiserver/request"
 	"github.com/kubeproof/kubeproof/impl/apiserver/resource"
@@ -79,6 +80,9 @@ type Handler struct {
 	// deprecated at the served version (deprecationWarning), and
 	// deprecationHeader the same as a Warning header; empty otherwise.
 	deprecation, deprecationHeader string
+	// removedRelease is the release ("1.40") the deprecated kind goes
+	// away in, when it names one (deprecatedRemovedRelease).
+	removedRelease string
 }
 
 // NewHandler builds the handler of res stored in store under key prefix
@@ -94,6 +98,9 @@ func NewHandler(res *resource.Resource, store storage.Interface, prefix string, 
 	}
 	h.deprecation = deprecationWarning(h.gvk, h.empty, opts.ServedVersion[0], opts.ServedVersion[1])
 	h.deprecationHeader = deprecationHeader(h.gvk, h.empty, opts.ServedVersion[0], opts.ServedVersion[1])
+	if h.deprecation != "" {
+		h.removedRelease = deprecatedRemovedRelease(h.empty)
+	}
 	h.isNamespace = h.gr == schema.GroupResource{Resource: "namespaces"}
 	h.isPod = h.gr == schema.GroupResource{Resource: "pods"}
 	if _, f, err := res.Strategy.GetAttrs(res.New()); err == nil {
@@ -128,14 +135,24 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	} else if h.deprecationHeader != "" {
 		w.Header().Add("Warning", h.deprecationHeader)
 	}
-	if err := h.serve(w, r, info); err != nil {
-		if h.deprecation != "" && isRouterAnswer(err) {
+	err := h.serve(w, r, info)
+	routed := err == nil || !isRouterAnswer(err)
+	if err != nil {
+		if h.deprecation != "" && !routed {
 			// kube-apiserver's router answers a path or method none of
 			// the resource's routes serves, so no route handler ran to
 			// add the kind's warning.
 			h.withdrawDeprecation(w)
 		}
 		WriteStatusError(w, r, h.opts.Codecs, ToStatusError(err, storageVerb(info.Verb), h.gr, info.Name))
+	}
+	if h.deprecation != "" && routed {
+		// As kube-apiserver's route instrumentation marks a served
+		// request to a deprecated kind once its handler is done.
+		audit.AddAnnotation(r.Context(), auditDeprecatedKey, "true")
+		if h.removedRelease != "" {
+			audit.AddAnnotation(r.Context(), auditRemovedReleaseKey, h.removedRelease)
+		}
 	}
 }
 
