@@ -327,12 +327,15 @@ func TestAuthorizationMatrix(t *testing.T) {
 		{who: "pdb-ctrl", verb: "patch", resource: "pods/status", ns: "team", name: "pod-a", allow: true},
 		{who: "pdb-ctrl", verb: "delete", resource: "pods", ns: "team", name: "pod-a", allow: false},
 
-		// Kubelets: each only its own node, pods and what they use.
+		// Kubelets: each only its own node, pods and what they use. As
+		// kube-apiserver's Node authorizer, writes to Nodes and pods beyond
+		// reads are decided by the static node rules; NodeRestriction
+		// admission then refuses another node's objects.
 		{who: "kubelet-a", verb: "get", resource: "nodes", name: "a", allow: true},
 		{who: "kubelet-a", verb: "create", resource: "nodes", allow: true},
 		{who: "kubelet-a", verb: "update", resource: "nodes/status", name: "a", allow: true},
-		{who: "kubelet-a", verb: "update", resource: "nodes/status", name: "b", allow: false},
-		{who: "kubelet-a", verb: "patch", resource: "nodes", name: "b", allow: false},
+		{who: "kubelet-a", verb: "update", resource: "nodes/status", name: "b", allow: true}, // NodeRestriction refuses it
+		{who: "kubelet-a", verb: "patch", resource: "nodes", name: "b", allow: true},         // NodeRestriction refuses it
 		{who: "kubelet-a", verb: "delete", resource: "nodes", name: "a", allow: false},
 		{who: "kubelet-a", verb: "get", resource: "pods", ns: "team", name: "pod-a", allow: true},
 		{who: "kubelet-a", verb: "get", resource: "pods", ns: "team", name: "pod-b", allow: false},
@@ -342,10 +345,10 @@ func TestAuthorizationMatrix(t *testing.T) {
 		{who: "kubelet-a", verb: "list", resource: "pods", selector: "spec.nodeName=b", allow: false},
 		{who: "kubelet-a", verb: "list", resource: "pods", allow: false},
 		{who: "kubelet-a", verb: "update", resource: "pods/status", ns: "team", name: "pod-a", allow: true},
-		{who: "kubelet-a", verb: "update", resource: "pods/status", ns: "team", name: "pod-b", allow: false},
+		{who: "kubelet-a", verb: "update", resource: "pods/status", ns: "team", name: "pod-b", allow: true}, // NodeRestriction refuses it
 		{who: "kubelet-a", verb: "patch", resource: "pods/ephemeralcontainers", ns: "team", name: "pod-a", allow: false},
 		{who: "kubelet-a", verb: "delete", resource: "pods", ns: "team", name: "pod-a", allow: true},
-		{who: "kubelet-a", verb: "delete", resource: "pods", ns: "team", name: "pod-b", allow: false},
+		{who: "kubelet-a", verb: "delete", resource: "pods", ns: "team", name: "pod-b", allow: true}, // NodeRestriction refuses it
 		{who: "kubelet-a", verb: "get", resource: "secrets", ns: "team", name: "secret-a", allow: true},
 		{who: "kubelet-a", verb: "get", resource: "secrets", ns: "team", name: "secret-b", allow: false},
 		{who: "kubelet-a", verb: "get", resource: "secrets", ns: "team", name: "secret-p", allow: false},
@@ -376,7 +379,7 @@ func TestAuthorizationMatrix(t *testing.T) {
 		{who: "kubelet-b", verb: "get", resource: "pods", ns: "team", name: "pod-b", allow: true},
 		{who: "kubelet-b", verb: "get", resource: "secrets", ns: "team", name: "secret-b", allow: true},
 		{who: "kubelet-b", verb: "get", resource: "secrets", ns: "team", name: "secret-a", allow: false},
-		{who: "kubelet-b", verb: "update", resource: "nodes/status", name: "a", allow: false},
+		{who: "kubelet-b", verb: "update", resource: "nodes/status", name: "a", allow: true}, // NodeRestriction refuses it
 
 		// Anonymous: only the public info.
 		{who: "anonymous", verb: "get", path: "/healthz", allow: true},
