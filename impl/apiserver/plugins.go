@@ -11,6 +11,7 @@ import (
 
 	"github.com/kubeproof/kubeproof/impl/apiserver/admission"
 	"github.com/kubeproof/kubeproof/impl/apiserver/auth"
+	"github.com/kubeproof/kubeproof/impl/apiserver/auth/rbac/escalation"
 	"github.com/kubeproof/kubeproof/impl/apiserver/resource"
 	"github.com/kubeproof/kubeproof/impl/storage"
 )
@@ -41,6 +42,12 @@ type Plugins struct {
 	// Authorizer, when set, replaces Config.Authorizer. Build the
 	// --authorization-mode union with auth.AuthorizerUnion.
 	Authorizer auth.Authorizer
+	// RBACRules, when set (RBAC authorization is on), resolves the rules a
+	// user holds for the RBAC kinds' escalation check: a user may write a
+	// role, or bind one, only with rules they hold (unless in
+	// system:masters, or allowed to escalate or bind). Unset, a writer
+	// holds no rules there and needs the escalate or bind verb.
+	RBACRules escalation.RuleResolver
 	// Authenticators are tried after Config.Authenticator (the x509
 	// authenticator by default), in order; the first that recognises a
 	// request wins.

@@ -416,6 +416,7 @@ func buildChain(o AuthOptions) (*chain, error) {
 					return p, err
 				}
 				union = append(union, a)
+				p.RBACRules = a
 				p.Starters = append(p.Starters, start)
 				p.PostStartHooks = append(p.PostStartHooks, bootstrap)
 				p.WaitReady = append(p.WaitReady, wait)

@@ -130,6 +130,11 @@ func (h *Handler) createObject(ctx context.Context, info *request.Info, obj runt
 		return nil, err
 	}
 
+	if c := h.opts.WriteCheck; c != nil {
+		if err := c(ctx, info, h.gr, obj, nil); err != nil {
+			return nil, err
+		}
+	}
 	// kube-apiserver's BeforeCreate: system fields are the server's.
 	m.SetDeletionTimestamp(nil)
 	m.SetDeletionGracePeriodSeconds(nil)

@@ -57,6 +57,14 @@ type Options struct {
 	// zero counts as past every deprecation, as kube-apiserver's check
 	// without version information.
 	ServedVersion [2]int
+	// WriteCheck, when set, is asked about every create and main-resource
+	// update after mutating admission, before the object is prepared and
+	// validated: old is nil on a create, info nil for the server's own
+	// writes. A non-nil error (a Status error) is the answer. The API
+	// server sets it once its authorizer exists, before serving; it is
+	// where kube-apiserver's RBAC storage prevents privilege escalation
+	// (package auth/rbac/escalation).
+	WriteCheck func(ctx context.Context, info *request.Info, gr schema.GroupResource, obj, old runtime.Object) error
 }
 
 // Handler serves one resource.

@@ -412,6 +412,11 @@ func (h *Handler) prepareUpdate(ctx context.Context, info *request.Info, m mode,
 	if err := h.opts.Admission.Admit(ctx, h.adm(ctx, admission.Update, info, ns, name, obj, old, opts)); err != nil {
 		return nil, err
 	}
+	if c := h.opts.WriteCheck; c != nil && m == modeMain {
+		if err := c(ctx, info, h.gr, obj, old); err != nil {
+			return nil, err
+		}
+	}
 	nm.SetGeneration(om.GetGeneration())
 	switch m {
 	case modeStatus:

@@ -158,6 +158,13 @@ func (a *Authorizer) PolicyRules(user *request.User, namespace string) ([]rbacv1
 	return a.Policy().RulesFor(user, namespace)
 }
 
+// ResolveRules returns the rules that apply to user in namespace and the
+// errors met (see Policy.ResolveRules), for the RBAC storage's escalation
+// check.
+func (a *Authorizer) ResolveRules(user *request.User, namespace string) ([]rbacv1.PolicyRule, []error) {
+	return a.Policy().ResolveRules(user, namespace)
+}
+
 var _ auth.RuleResolver = (*Authorizer)(nil)
 
 // RulesFor implements auth.RuleResolver for SelfSubjectRulesReview: the

@@ -113,17 +113,33 @@ func (p *Policy) roleRules(ref rbacv1.RoleRef, namespace string) ([]rbacv1.Polic
 	case "ClusterRole":
 		rules, ok := p.clusterRoles[ref.Name]
 		if !ok {
-			return nil, fmt.Errorf("clusterrole.rbac.authorization.k8s.io %q not found", ref.Name)
+			return nil, &MissingRoleError{Kind: ref.Kind, Name: ref.Name}
 		}
 		return rules, nil
 	case "Role":
 		rules, ok := p.roles[namespace+"/"+ref.Name]
 		if !ok {
-			return nil, fmt.Errorf("role.rbac.authorization.k8s.io %q not found", ref.Name)
+			return nil, &MissingRoleError{Kind: ref.Kind, Name: ref.Name}
 		}
 		return rules, nil
 	}
 	return nil, fmt.Errorf("unsupported role reference kind: %q", ref.Kind)
+}
+
+// MissingRoleError is a binding's reference to a role that does not
+// exist. Its text is the RBAC authorizer's (the informers' singular
+// resource: `clusterrole.rbac.authorization.k8s.io "x" not found`);
+// callers that speak as kube-apiserver's storage name the resource
+// themselves from Kind and Name.
+type MissingRoleError struct {
+	Kind, Name string // Kind is "ClusterRole" or "Role"
+}
+
+func (e *MissingRoleError) Error() string {
+	if e.Kind == "ClusterRole" {
+		return fmt.Sprintf("clusterrole.rbac.authorization.k8s.io %q not found", e.Name)
+	}
+	return fmt.Sprintf("role.rbac.authorization.k8s.io %q not found", e.Name)
 }
 
 // Allows decides a request on the policy: allowed, and the reason (the
@@ -188,6 +204,18 @@ func describe(s *ruleSource) string {
 	}
 	return fmt.Sprintf("RBAC: allowed by ClusterRoleBinding %q of %s %q to %s",
 		s.bindingName, s.roleKind, s.roleName, subj)
+}
+
+// ResolveRules is RulesFor with the errors met kept apart, in the order
+// met (each a *MissingRoleError for a binding whose role is missing), for
+// the RBAC storage's escalation check, which words them itself.
+func (p *Policy) ResolveRules(user *request.User, namespace string) ([]rbacv1.PolicyRule, []error) {
+	var out []rbacv1.PolicyRule
+	errs := p.visit(user, namespace, func(_ ruleSource, rules []rbacv1.PolicyRule) bool {
+		out = append(out, rules...)
+		return true
+	})
+	return out, errs
 }
 
 // RulesFor returns every rule that applies to user in namespace (the
