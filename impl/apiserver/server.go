@@ -152,6 +152,10 @@ type Config struct {
 	// connects without a client certificate and without verifying them,
 	// as kube-apiserver does without --kubelet-client-certificate.
 	KubeletClientTLS *tls.Config
+	// ProxyDial, when set, is how pods/proxy and services/proxy connect
+	// to pod and endpoint addresses (kube-apiserver's egress selector for
+	// the cluster network); nil dials them directly.
+	ProxyDial func(ctx context.Context, network, address string) (net.Conn, error)
 	// OpenAPI serves /openapi/v2 and /openapi/v3 when set.
 	OpenAPI http.Handler
 	// ServiceClusterIPRange (--service-cluster-ip-range; default
@@ -295,6 +299,8 @@ type Server struct {
 	bootstraps []bootstrapHook
 	// kubeletProxy serves pods/log, pods/exec and nodes/proxy.
 	kubeletProxy *apiproxy.Proxy
+	// proxyTransport carries pods/proxy and services/proxy requests.
+	proxyTransport *http.Transport
 	// requestMetrics are the request metrics (the connect subresources
 	// count in apiserver_longrunning_requests while open).
 	requestMetrics *metrics.Metrics
@@ -517,6 +523,7 @@ func New(cfg Config) (*Server, error) {
 	opts.WriteCheck = s.escalationChecker(authorizer).Check
 
 	s.kubeletProxy = newKubeletProxy(s, cfg.KubeletClientTLS)
+	s.proxyTransport = newProxyTransport(cfg.ProxyDial)
 	s.eviction = eviction.NewHandler(codecs, s, s.handlers[podsGVR], cfg.MaxRequestBodyBytes)
 	discovered := append([]*resource.Resource(nil), cfg.Resources...)
 	s.virtual = map[schema.GroupVersionResource]virtualResource{}
@@ -643,6 +650,9 @@ func (s *Server) Close() {
 		}
 		if s.kubeletProxy != nil {
 			s.kubeletProxy.Close()
+		}
+		if s.proxyTransport != nil {
+			s.proxyTransport.CloseIdleConnections()
 		}
 		for _, d := range s.destroy {
 			if d != nil {
@@ -914,6 +924,9 @@ func (s *Server) routeTarget(w http.ResponseWriter, r *http.Request) *endpoints.
 		return nil
 	}
 	if s.serveKubeletSubresource(w, r, gv, info) {
+		return nil
+	}
+	if gv == corev1.SchemeGroupVersion && s.serveProxySubresource(w, r, info) {
 		return nil
 	}
 	if s.serveVirtual(w, r, gv, info) {
