@@ -90,7 +90,7 @@ func (h *optionsHook) take(path, ns string) []sentOptions {
 
 // validating is a configuration of one validating webhook per review
 // version, at path /<version>, for every operation on configmaps,
-// namespaces, pods and the pod subresources.
+// limitranges, namespaces, pods and the pod subresources.
 func (h *optionsHook) validating() *admissionregistrationv1.ValidatingWebhookConfiguration {
 	fail := admissionregistrationv1.Fail
 	none := admissionregistrationv1.SideEffectClassNone
@@ -104,7 +104,7 @@ func (h *optionsHook) validating() *admissionregistrationv1.ValidatingWebhookCon
 			Rules: []admissionregistrationv1.RuleWithOperations{{
 				Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.OperationAll},
 				Rule: admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"},
-					Resources: []string{"configmaps", "pods", "pods/status", "pods/binding", "pods/eviction", "namespaces"}},
+					Resources: []string{"configmaps", "pods", "pods/status", "pods/binding", "pods/eviction", "namespaces", "limitranges"}},
 			}},
 		})
 	}
@@ -117,13 +117,16 @@ func (h *optionsHook) validating() *admissionregistrationv1.ValidatingWebhookCon
 // first, then the options type's fields in its order. A create (binding
 // and eviction too) has the query's CreateOptions, an update (status
 // too) its UpdateOptions; a patch's options become UpdateOptions, or
-// CreateOptions when an apply creates the object (force dropped). A
-// delete has its DeleteOptions, from the body or else the query (none:
-// empty options), after the store's changes (a negative grace period is
-// 1; a pod's grace period its own); a deletecollection's items the
-// options as decoded; a namespace's delete has the namespace's uid as
-// precondition. ignoreStoreReadErrorWithClusterBreakingPotential is
-// dropped (and not validated), as kube-apiserver drops it while its alpha
+// CreateOptions when an apply creates the object (force dropped), as an
+// update's do when it creates the object. A delete has its DeleteOptions,
+// from the body or else the query (none: empty options), after the
+// store's changes (a negative grace period is 1; a pod's grace period its
+// own); a deletecollection's items the options as decoded; a namespace's
+// delete has the namespace's uid as precondition. A delete the store
+// answers without admitting it (a pod's pending graceful deletion not
+// shortened, a terminating namespace with spec.finalizers) calls no
+// webhook. ignoreStoreReadErrorWithClusterBreakingPotential is dropped
+// (and not validated), as kube-apiserver drops it while its alpha
 // AllowUnsafeMalformedObjectDeletion gate is off. The top-level dryRun is
 // the options'.
 func TestWebhookRequestOptions(t *testing.T) {
@@ -201,6 +204,11 @@ func TestWebhookRequestOptions(t *testing.T) {
 				metav1.PatchOptions{FieldManager: "app", Force: &force, FieldValidation: "Warn"})
 			return err
 		}, want: [][4]string{{update, "", "false", `{"kind":"UpdateOptions",` + meta + `,"fieldManager":"app","fieldValidation":"Warn"}`}}},
+		{id: "update creating", do: func() error {
+			_, err := cs.CoreV1().LimitRanges(ns).Update(ctx, &corev1.LimitRange{ObjectMeta: metav1.ObjectMeta{Name: "lr"}},
+				metav1.UpdateOptions{FieldManager: "putter", FieldValidation: "Ignore"})
+			return err
+		}, want: [][4]string{{create, "", "false", `{"kind":"CreateOptions",` + meta + `,"fieldManager":"putter","fieldValidation":"Ignore"}`}}},
 		{id: "delete with a body", setup: func() error {
 			cm, err := cms.Get(ctx, "a", metav1.GetOptions{})
 			uid = cm.UID
@@ -260,6 +268,12 @@ func TestWebhookRequestOptions(t *testing.T) {
 		{id: "pod delete, no options", do: func() error {
 			return rest.Delete().Namespace(ns).Resource("pods").Name("run").Do(ctx).Error()
 		}, want: [][4]string{{del, "", "false", `{"kind":"DeleteOptions",` + meta + `,"gracePeriodSeconds":30}`}}},
+		{id: "pod delete, pending", do: func() error {
+			return rest.Delete().Namespace(ns).Resource("pods").Name("run").Param("gracePeriodSeconds", "30").Do(ctx).Error()
+		}},
+		{id: "pod delete, shorter grace", do: func() error {
+			return rest.Delete().Namespace(ns).Resource("pods").Name("run").Param("gracePeriodSeconds", "10").Do(ctx).Error()
+		}, want: [][4]string{{del, "", "false", `{"kind":"DeleteOptions",` + meta + `,"gracePeriodSeconds":10}`}}},
 		{id: "namespace delete", ns: "whopts-gone", setup: func() error {
 			n, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "whopts-gone"}}, metav1.CreateOptions{})
 			if err == nil {
@@ -269,6 +283,9 @@ func TestWebhookRequestOptions(t *testing.T) {
 		}, do: func() error {
 			return cs.CoreV1().Namespaces().Delete(ctx, "whopts-gone", metav1.DeleteOptions{PropagationPolicy: &background})
 		}, want: [][4]string{{del, "", "false", ""}}},
+		{id: "namespace delete, terminating", ns: "whopts-gone", do: func() error {
+			return cs.CoreV1().Namespaces().Delete(ctx, "whopts-gone", metav1.DeleteOptions{})
+		}},
 	}
 	for _, s := range steps {
 		if s.setup != nil {

@@ -189,8 +189,9 @@ func (h *Handler) deleteObject(ctx context.Context, info *request.Info, key stri
 		return nil, false, err
 	}
 	// As kube-apiserver's delete handlers (AdmissionToValidateObjectDeleteFunc):
-	// the mutating plugins, then the validating ones, on the stored object.
-	if admit != admitNone {
+	// the mutating plugins, then the validating ones, on the stored object,
+	// unless its store answers without admitting the delete.
+	if admit != admitNone && !h.deleteUnadmitted(cur, opts) {
 		admName := name
 		if admit == admitCollectionItem {
 			admName = ""
@@ -213,23 +214,65 @@ func (h *Handler) deleteObject(ctx context.Context, info *request.Info, key stri
 	return h.deleteGeneric(ctx, key, name, cur, opts, pre, dryRun)
 }
 
+// deleteUnadmitted reports whether kube-apiserver's store answers the
+// delete of the stored object cur with opts without admitting it: a
+// graceful deletion already pending that opts do not shorten (its generic
+// store returns the object as it is), or a namespace already terminating
+// that still has spec.finalizers (its registry returns it as it is).
+func (h *Handler) deleteUnadmitted(cur runtime.Object, opts *metav1.DeleteOptions) bool {
+	m := accessor(cur)
+	if m.GetDeletionTimestamp() == nil {
+		return false
+	}
+	if ns, ok := cur.(*corev1.Namespace); ok && h.isNamespace {
+		return len(ns.Spec.Finalizers) != 0
+	}
+	return h.res.GracefulDelete != nil && gracefulDeletionPending(m, opts.GracePeriodSeconds)
+}
+
+// gracefulDeletionPending says whether m is in a graceful deletion (a
+// deletionTimestamp and a grace period other than 0) that a delete asking
+// for grace seconds (nil: none; negative: 1) does not shorten, as
+// beforeDelete decides.
+func gracefulDeletionPending(m metav1.Object, grace *int64) bool {
+	pending := m.GetDeletionGracePeriodSeconds()
+	if m.GetDeletionTimestamp() == nil || pending == nil || *pending == 0 {
+		return false
+	}
+	if grace == nil {
+		return true
+	}
+	g := *grace
+	if g < 0 {
+		g = 1
+	}
+	return g >= *pending
+}
+
 // admissionDeleteOptions are the DeleteOptions kube-apiserver admits the
 // delete of the stored object cur with, when a DELETE of the object asked
 // for opts: the handler's options, which its store has changed by then. A
 // namespace's registry makes the namespace's uid a precondition when none
-// was given. The generic store (rest.BeforeDelete) makes a negative grace
-// period 1 second and has a graceful kind's strategy set the grace period
-// of an object not yet being deleted (a pod's: its own, 0 when it is
-// unscheduled or terminal). A deletecollection's items are admitted with
-// the options as decoded: the store deletes each with a copy of them.
-// opts itself is returned when nothing changes, a copy otherwise.
+// was given. The generic store (rest.BeforeDelete; for a namespace, only
+// once it is terminating) makes a negative grace period 1 second and has
+// a graceful kind's strategy set the grace period of an object not yet
+// being deleted (a pod's: its own, 0 when it is unscheduled or terminal).
+// A deletecollection's items are admitted with the options as decoded:
+// the store deletes each with a copy of them. opts itself is returned
+// when nothing changes, a copy otherwise.
 func (h *Handler) admissionDeleteOptions(cur runtime.Object, opts *metav1.DeleteOptions) *metav1.DeleteOptions {
 	m := accessor(cur)
-	if h.isNamespace {
-		if opts.Preconditions != nil && opts.Preconditions.UID != nil {
-			return opts
-		}
-		o := *opts
+	noUID := h.isNamespace && (opts.Preconditions == nil || opts.Preconditions.UID == nil)
+	// A namespace's first delete is its registry's own update; the
+	// generic store only deletes a namespace already terminating.
+	store := !h.isNamespace || m.GetDeletionTimestamp() != nil
+	negative := store && opts.GracePeriodSeconds != nil && *opts.GracePeriodSeconds < 0
+	graceful := store && h.res.GracefulDelete != nil && m.GetDeletionTimestamp() == nil
+	if !noUID && !negative && !graceful {
+		return opts
+	}
+	o := *opts
+	if noUID {
 		pre := metav1.Preconditions{}
 		if opts.Preconditions != nil {
 			pre = *opts.Preconditions
@@ -237,14 +280,7 @@ func (h *Handler) admissionDeleteOptions(cur runtime.Object, opts *metav1.Delete
 		uid := m.GetUID()
 		pre.UID = &uid
 		o.Preconditions = &pre
-		return &o
 	}
-	negative := opts.GracePeriodSeconds != nil && *opts.GracePeriodSeconds < 0
-	graceful := h.res.GracefulDelete != nil && m.GetDeletionTimestamp() == nil
-	if !negative && !graceful {
-		return opts
-	}
-	o := *opts
 	if negative {
 		one := int64(1)
 		o.GracePeriodSeconds = &one
