@@ -1,0 +1,170 @@
+package apiserver_test
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kubeproof/kubeproof/impl/apiserver"
+	"github.com/kubeproof/kubeproof/impl/apiserver/admission"
+	"github.com/kubeproof/kubeproof/impl/registry"
+	"github.com/kubeproof/kubeproof/impl/storage/storagebackend"
+)
+
+// holdPriorityClassCreates is a validating plugin holding every create of
+// a PriorityClass until release is closed, counting them in held.
+type holdPriorityClassCreates struct {
+	release <-chan struct{}
+	held    *atomic.Int32
+}
+
+func (h holdPriorityClassCreates) Validate(ctx context.Context, a *admission.Attributes) error {
+	if a.Resource.Resource != "priorityclasses" || a.Operation != admission.Create {
+		return nil
+	}
+	h.held.Add(1)
+	select {
+	case <-h.release:
+	case <-ctx.Done():
+	}
+	return nil
+}
+
+// rawServer is an API server started by hand (not waited for), for
+// servers starting at the same time on one storage.
+type rawServer struct {
+	url  string
+	done chan error
+	stop context.CancelFunc
+}
+
+// startRaw runs a server on prefix with the extra validators; its Run's
+// answer arrives on done once it returns.
+func startRaw(t *testing.T, prefix string, validators ...admission.Validator) *rawServer {
+	t.Helper()
+	factory := storagebackend.NewFactory(storagebackend.Config{Client: etcdServer.Client(), Prefix: prefix})
+	t.Cleanup(factory.Close)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := apiserver.New(apiserver.Config{StorageFactory: factory, Resources: registry.All(), ServingCert: &serving,
+		ClientCA: ca.Pool(), Listener: ln, AdmissionValidators: validators})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, cancel := context.WithCancel(context.Background())
+	r := &rawServer{url: "https://" + ln.Addr().String(), done: make(chan error, 1), stop: cancel}
+	go func() { r.done <- srv.Run(c) }()
+	return r
+}
+
+// waitRawReady waits until r answers /readyz 200 (asked with client),
+// failing the test if its Run returns first or 20 s pass.
+func waitRawReady(t *testing.T, client *http.Client, r *rawServer) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		select {
+		case err := <-r.done:
+			t.Fatalf("server %s stopped while starting: %v", r.url, err)
+		default:
+		}
+		if resp, err := client.Get(r.url + "/readyz"); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("server %s never became ready", r.url)
+}
+
+// stopRaw stops r and checks its Run ended without error.
+func stopRaw(t *testing.T, r *rawServer) {
+	t.Helper()
+	r.stop()
+	select {
+	case err := <-r.done:
+		if err != nil {
+			t.Errorf("server %s Run: %v", r.url, err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Errorf("server %s did not shut down", r.url)
+	}
+}
+
+// Two API servers on one storage start at the same time: both read a
+// system class missing, the other server's create lands first, and this
+// one's create is answered AlreadyExists, which kube-apiserver's hook
+// counts as done. The server still starts and serves. The race is forced:
+// the first server's create is held until the second has started.
+func TestSystemPriorityClassesConcurrentStartAlreadyExists(t *testing.T) {
+	if testing.Short() {
+		t.Skip("API server on embedded etcd: skipped with -short")
+	}
+	prefix := fmt.Sprintf("/priority-race-%d", time.Now().UnixNano())
+	release := make(chan struct{})
+	var held atomic.Int32
+	a := startRaw(t, prefix, holdPriorityClassCreates{release: release, held: &held})
+	deadline := time.Now().Add(20 * time.Second)
+	for held.Load() == 0 {
+		select {
+		case err := <-a.done:
+			close(release)
+			t.Fatalf("first server stopped before its create: %v", err)
+		default:
+		}
+		if time.Now().After(deadline) {
+			close(release)
+			t.Fatal("first server never created a system class")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	// The second server creates both classes while the first one's create
+	// waits.
+	b := newEnvAt(t, prefix, nil)
+	close(release)
+	waitRawReady(t, b.client, a)
+	list, err := b.cs.SchedulingV1().PriorityClasses().List(ctx(t), metav1.ListOptions{})
+	if err != nil || len(list.Items) != 2 {
+		t.Fatalf("classes after both starts: %v %v", list, err)
+	}
+	stopRaw(t, a)
+}
+
+// Three API servers on one storage started at once, unforced: every one
+// of them starts (whatever their start-up writes race on) and the classes
+// exist once.
+func TestSystemPriorityClassesConcurrentStart(t *testing.T) {
+	if testing.Short() {
+		t.Skip("API server on embedded etcd: skipped with -short")
+	}
+	prefix := fmt.Sprintf("/priority-race3-%d", time.Now().UnixNano())
+	var servers []*rawServer
+	for range 3 {
+		servers = append(servers, startRaw(t, prefix))
+	}
+	// A client with the admin certificate, from a server of its own on
+	// another prefix.
+	probe := newEnv(t, nil)
+	for _, s := range servers {
+		waitRawReady(t, probe.client, s)
+	}
+	for _, s := range servers {
+		stopRaw(t, s)
+	}
+	// The classes, read through a fourth server on the same storage.
+	e := newEnvAt(t, prefix, nil)
+	list, err := e.cs.SchedulingV1().PriorityClasses().List(ctx(t), metav1.ListOptions{})
+	if err != nil || len(list.Items) != 2 {
+		t.Fatalf("classes after three concurrent starts: %v %v", list, err)
+	}
+}
