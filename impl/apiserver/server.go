@@ -480,6 +480,9 @@ func New(cfg Config) (*Server, error) {
 		}
 		h := endpoints.NewHandler(r, store, prefixes[gvr], opts)
 		s.handlers[gvr] = h
+		if removed, ok := h.Deprecated(); ok {
+			m.Deprecated(gvr, removed)
+		}
 		if gvr == corev1.SchemeGroupVersion.WithResource("namespaces") {
 			s.nsHandler, s.nsStore = h, store
 			s.nsCache = newNSCache(store)

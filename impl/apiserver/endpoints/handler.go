@@ -164,6 +164,12 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// Deprecated reports whether the resource's kind is deprecated at the
+// served version, and the release it goes away in ("" when it names none).
+func (h *Handler) Deprecated() (removedRelease string, deprecated bool) {
+	return h.removedRelease, h.deprecation != ""
+}
+
 // isRouterAnswer reports whether err is one of the answers of
 // kube-apiserver's router rather than of a route's handler: notFoundPath's
 // 404 or MethodNotAllowed's 405.

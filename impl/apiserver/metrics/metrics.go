@@ -60,6 +60,13 @@ type Metrics struct {
 	// too: here with empty group, version and resource, so that request
 	// paths cannot create unbounded (or invalid) label values.
 	served map[schema.GroupVersionResource]bool
+	// deprecated are the served resources whose kind is deprecated at
+	// the served version, with the release each goes away in ("" when its
+	// kind names none), set by Deprecated before serving.
+	deprecated map[schema.GroupVersionResource]string
+	// deprecatedAPIs is apiserver_requested_deprecated_apis: 1 for each
+	// deprecated resource (and subresource) a served request was for.
+	deprecatedAPIs *prometheus.GaugeVec
 	// observed caches the children of requests and latency per label
 	// values (labels -> *observers): a child's lookup hashes its label
 	// values on every request. Bounded as the vectors are.
@@ -87,6 +94,7 @@ type observers struct {
 	sli          prometheus.Observer // nil when not observed
 	self         prometheus.Counter  // nil when not counted
 	terminations prometheus.Counter  // set for the throttled requests' key only
+	deprecated   prometheus.Gauge    // set for a deprecated resource's timed requests only
 }
 
 // Subresources are the subresource names that may appear as a label value
@@ -128,7 +136,7 @@ var sliBuckets = []float64{0.05, 0.1, 0.2, 0.4, 0.6, 0.8, 1.0, 1.25, 1.5, 2, 3, 
 // server serves.
 func New(reg prometheus.Registerer, served []schema.GroupVersionResource) (*Metrics, error) {
 	m := &Metrics{
-		served: map[schema.GroupVersionResource]bool{},
+		served: map[schema.GroupVersionResource]bool{}, deprecated: map[schema.GroupVersionResource]string{},
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "apiserver_request_total",
 			Help: stability.Stable.Help("Counter of apiserver requests broken out for each verb, dry run value, group, version, resource, scope, component, and HTTP response code."),
@@ -164,7 +172,11 @@ func New(reg prometheus.Registerer, served []schema.GroupVersionResource) (*Metr
 		Name: "apiserver_selfrequest_total",
 		Help: stability.Alpha.Help("Counter of apiserver self-requests broken out for each verb, API resource and subresource."),
 	}, []string{"verb", "resource", "subresource"})
-	for _, c := range []prometheus.Collector{m.requests, m.latency, m.longRunning, m.terminations, m.sizes, m.sli, m.selfRequests} {
+	m.deprecatedAPIs = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "apiserver_requested_deprecated_apis",
+		Help: stability.Stable.Help("Gauge of deprecated APIs that have been requested, broken out by API group, version, resource, subresource, and removed_release."),
+	}, []string{"group", "version", "resource", "subresource", "removed_release"})
+	for _, c := range []prometheus.Collector{m.requests, m.latency, m.longRunning, m.terminations, m.sizes, m.sli, m.selfRequests, m.deprecatedAPIs} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("registering apiserver metrics: %w", err)
 		}
@@ -179,6 +191,15 @@ func (m *Metrics) Serve(gvrs ...schema.GroupVersionResource) {
 	for _, gvr := range gvrs {
 		m.served[gvr] = true
 	}
+}
+
+// Deprecated marks a served resource whose kind is deprecated at the
+// served version, removedRelease the release it goes away in ("" when
+// none), so that its requests set apiserver_requested_deprecated_apis as
+// kube-apiserver's route instrumentation does. It must be called before
+// the server serves requests.
+func (m *Metrics) Deprecated(gvr schema.GroupVersionResource, removedRelease string) {
+	m.deprecated[gvr] = removedRelease
 }
 
 // Scope is the scope label of a request: "resource" for one named object
@@ -369,6 +390,11 @@ func (m *Metrics) ObserveResponse(r *http.Request, res Response) {
 		if key.self {
 			obs.self = m.selfRequests.WithLabelValues(l.verb, l.resource, l.subresource)
 		}
+		// The requests a route's handler served (timed: not the
+		// router's 405).
+		if removed, ok := m.deprecated[schema.GroupVersionResource{Group: l.group, Version: l.version, Resource: l.resource}]; ok && withLatency {
+			obs.deprecated = m.deprecatedAPIs.WithLabelValues(l.group, l.version, l.resource, l.subresource, removed)
+		}
 		o, _ = m.observed.LoadOrStore(key, obs)
 	}
 	obs := o.(*observers)
@@ -384,6 +410,9 @@ func (m *Metrics) ObserveResponse(r *http.Request, res Response) {
 	}
 	if obs.self != nil {
 		obs.self.Inc()
+	}
+	if obs.deprecated != nil {
+		obs.deprecated.Set(1)
 	}
 }
 
