@@ -9,6 +9,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	rbacv1ac "k8s.io/client-go/applyconfigurations/rbac/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 )
@@ -107,6 +108,21 @@ func TestRBACEscalationPrevention(t *testing.T) {
 	wantMsg = `roles.rbac.authorization.k8s.io "cm-reader" is forbidden: ` + aliceHead + `{APIGroups:[""], Resources:["configmaps"], Verbs:["delete"]}`
 	if !apierrors.IsForbidden(err) || err.Error() != wantMsg {
 		t.Errorf("alice adds delete configmaps: %v\nwant 403 %q", err, wantMsg)
+	}
+
+	// Server-side apply (creating) and a dry run go through the same check.
+	applied := rbacv1ac.Role("applied", ns).WithRules(rbacv1ac.PolicyRule().WithAPIGroups("").WithResources("pods").WithVerbs("get"))
+	_, err = alice.RbacV1().Roles(ns).Apply(ctx, applied, metav1.ApplyOptions{FieldManager: "alice"})
+	wantMsg = `roles.rbac.authorization.k8s.io "applied" is forbidden: ` + aliceHead + `{APIGroups:[""], Resources:["pods"], Verbs:["get"]}`
+	if !apierrors.IsForbidden(err) || err.Error() != wantMsg {
+		t.Errorf("alice applies a role granting pods: %v\nwant 403 %q", err, wantMsg)
+	}
+	dry := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "dry"},
+		Rules: []rbacv1.PolicyRule{{Verbs: []string{"get"}, APIGroups: []string{""}, Resources: []string{"pods"}}}}
+	_, err = alice.RbacV1().Roles(ns).Create(ctx, dry, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+	wantMsg = `roles.rbac.authorization.k8s.io "dry" is forbidden: ` + aliceHead + `{APIGroups:[""], Resources:["pods"], Verbs:["get"]}`
+	if !apierrors.IsForbidden(err) || err.Error() != wantMsg {
+		t.Errorf("alice dry-run creates a role granting pods: %v\nwant 403 %q", err, wantMsg)
 	}
 
 	// With bind on pod-getter by name, she may bind it (and only it).
