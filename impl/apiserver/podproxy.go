@@ -173,6 +173,13 @@ func (s *Server) serveProxySubresource(w http.ResponseWriter, r *http.Request, i
 		endpoints.WriteError(w, r, s.codecs, endpoints.MethodNotAllowed(), gr, info.Name)
 		return true
 	}
+	// As kube-apiserver's connect handler, a request naming dryRun (with
+	// any value) is refused before the pod or Service is looked up: a
+	// proxied request cannot be a dry run.
+	if _, dry := request.Query(r)["dryRun"]; dry {
+		endpoints.WriteError(w, r, s.codecs, apierrors.NewBadRequest("dryRun is not supported"), gr, info.Name)
+		return true
+	}
 	defer s.requestMetrics.ConnectStarted(r, info)()
 	var loc *url.URL
 	var err error
