@@ -126,14 +126,15 @@ func TestHealthDuringGracefulShutdown(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatalf("Run: %v", err)
 	}
+	frame := apiserver.LogCheckFrame(srv)
 	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		buf := make([]byte, 1<<22)
+		buf := make([]byte, 1<<24)
 		stacks := string(buf[:runtime.Stack(buf, true)])
-		if !strings.Contains(stacks, "logCheck") {
+		if !strings.Contains(stacks, frame) {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("the log check's goroutine outlived the server:\n%s", stacks)
+			t.Fatalf("the log check's goroutine (%s) outlived the server:\n%s", frame, stacks)
 		}
 	}
 }
