@@ -340,7 +340,10 @@ func (c *Controller) apply(ctx context.Context, node *corev1.Node, dec NodeDecis
 			return fmt.Errorf("updating status of node %s: %w", node.Name, err)
 		}
 		if ready := readyCondition(dec.Conditions); ready != nil && ready.Status == corev1.ConditionUnknown {
-			c.recorder.Eventf(node, corev1.EventTypeNormal, "NodeNotReady", "Node %s status is now: NodeNotReady", node.Name)
+			// On a reference without resourceVersion, as upstream's
+			// node status change events.
+			ref := &corev1.ObjectReference{APIVersion: "v1", Kind: "Node", Name: node.Name, UID: node.UID}
+			c.recorder.Eventf(ref, corev1.EventTypeNormal, "NodeNotReady", "Node %s status is now: NodeNotReady", node.Name)
 		}
 		current = updated
 	}
