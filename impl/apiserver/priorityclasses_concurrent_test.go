@@ -2,6 +2,7 @@ package apiserver_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -9,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	schedulingv1 "k8s.io/api/scheduling/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubeproof/kubeproof/impl/apiserver"
@@ -166,5 +169,25 @@ func TestSystemPriorityClassesConcurrentStart(t *testing.T) {
 	list, err := e.cs.SchedulingV1().PriorityClasses().List(ctx(t), metav1.ListOptions{})
 	if err != nil || len(list.Items) != 2 {
 		t.Fatalf("classes after three concurrent starts: %v %v", list, err)
+	}
+}
+
+// A restart on a storage holding the system classes creates nothing, so
+// an admission check refusing every PriorityClass create (a webhook
+// configured so since the first start) does not stop it, as
+// kube-apiserver's hook only creates a class its read did not find.
+func TestSystemPriorityClassesRestartWithRefusingAdmission(t *testing.T) {
+	if testing.Short() {
+		t.Skip("API server on embedded etcd: skipped with -short")
+	}
+	e := newEnv(t, nil)
+	var creates atomic.Int32
+	refuse := refusePriorityClasses{err: apierrors.NewForbidden(schedulingv1.Resource("priorityclasses"), "x", errors.New("no")),
+		fail: func() bool { creates.Add(1); return true }}
+	s := startRaw(t, e.prefix, refuse)
+	waitRawReady(t, e.client, s)
+	stopRaw(t, s)
+	if n := creates.Load(); n != 0 {
+		t.Errorf("restart created %d classes, want none", n)
 	}
 }
