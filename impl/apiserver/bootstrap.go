@@ -22,7 +22,10 @@ import (
 // that exists is left as it is. A read failing is retried, as is a create
 // the server answers 503; any other refused create fails the hook, and so
 // the start, as the hook failing stops kube-apiserver. The hook retries
-// every bootstrapRetryInterval until bootstrapTimeout.
+// every bootstrapRetryInterval until bootstrapTimeout, which also bounds
+// the reads and writes themselves: a store or an admission webhook that
+// does not answer fails the start then rather than holding it forever, as
+// kube-apiserver's loopback requests end at its request timeout.
 const (
 	bootstrapRetryInterval = time.Second
 	bootstrapTimeout       = 30 * time.Second
@@ -33,6 +36,8 @@ type bootstrapHook struct {
 	name    string
 	handler *endpoints.Handler
 	objects func() []runtime.Object
+	// timeout replaces bootstrapTimeout when not zero (tests).
+	timeout time.Duration
 }
 
 // bootstrapHooks lists the served resources' Bootstrap hooks in the
@@ -87,18 +92,29 @@ func bootstrapDecision(getErr, createErr error) bootstrapStep {
 func (s *Server) runBootstrap(ctx context.Context, b bootstrapHook) error {
 	// As the loopback client: the server's own identity for admission.
 	ctx = request.WithUser(ctx, s.loopback.user)
-	deadline := time.Now().Add(bootstrapTimeout)
+	timeout := b.timeout
+	if timeout == 0 {
+		timeout = bootstrapTimeout
+	}
+	deadline := time.Now().Add(timeout)
+	// Every attempt's reads and writes end at the deadline too: one that
+	// hangs must not hold the start past it.
+	attemptCtx, cancel := context.WithDeadline(ctx, deadline)
+	defer cancel()
 	for {
-		done, err := s.bootstrapOnce(ctx, b)
+		done, err := s.bootstrapOnce(attemptCtx, b)
 		if done {
 			s.log.Info("all objects of the post-start hook are created or already exist", "hook", b.name)
 			return nil
+		}
+		if ctx.Err() == nil && attemptCtx.Err() != nil {
+			return fmt.Errorf("apiserver: post-start hook %s: gave up after %v: %w", b.name, timeout, err)
 		}
 		if !errors.Is(err, errBootstrapRetry) {
 			return fmt.Errorf("apiserver: post-start hook %s: %w", b.name, err)
 		}
 		if time.Now().Add(bootstrapRetryInterval).After(deadline) {
-			return fmt.Errorf("apiserver: post-start hook %s: gave up after %v: %w", b.name, bootstrapTimeout, err)
+			return fmt.Errorf("apiserver: post-start hook %s: gave up after %v: %w", b.name, timeout, err)
 		}
 		select {
 		case <-ctx.Done():

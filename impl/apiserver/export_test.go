@@ -1,6 +1,9 @@
 package apiserver
 
-import "fmt"
+import (
+	"fmt"
+	"time"
+)
 
 // LeaveEndpointsOnShutdown makes s stop as a killed server would: without
 // removing its lease and its address from the `kubernetes` Endpoints,
@@ -11,3 +14,11 @@ func LeaveEndpointsOnShutdown(s *Server) { s.endpoints.leaveOnShutdown = true }
 // goroutine dump (its run frame with its receiver), to find it among
 // other servers' in the same test binary.
 func LogCheckFrame(s *Server) string { return fmt.Sprintf("(*logCheck).run(%p", s.health.log) }
+
+// SetBootstrapTimeout makes s's start-up object hooks (the system
+// PriorityClasses) give up after d rather than 30 s. Call it before Run.
+func SetBootstrapTimeout(s *Server, d time.Duration) {
+	for i := range s.bootstraps {
+		s.bootstraps[i].timeout = d
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -189,5 +190,50 @@ func TestSystemPriorityClassesRestartWithRefusingAdmission(t *testing.T) {
 	stopRaw(t, s)
 	if n := creates.Load(); n != 0 {
 		t.Errorf("restart created %d classes, want none", n)
+	}
+}
+
+// A create that never answers (here an admission check that holds it; a
+// store or a webhook that hangs alike) fails the start once the hook's
+// time is up, as kube-apiserver's loopback request ends at its request
+// timeout and its hook then fails: Run returns, naming the hook.
+func TestSystemPriorityClassesHungCreateStopsRun(t *testing.T) {
+	if testing.Short() {
+		t.Skip("API server on embedded etcd: skipped with -short")
+	}
+	factory := storagebackend.NewFactory(storagebackend.Config{Client: etcdServer.Client(),
+		Prefix: fmt.Sprintf("/priority-hung-%d", time.Now().UnixNano())})
+	defer factory.Close()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var held atomic.Int32
+	never := make(chan struct{})
+	srv, err := apiserver.New(apiserver.Config{StorageFactory: factory, Resources: registry.All(), ServingCert: &serving,
+		ClientCA: ca.Pool(), Listener: ln, AdmissionValidators: []admission.Validator{holdPriorityClassCreates{release: never, held: &held}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	apiserver.SetBootstrapTimeout(srv, 2*time.Second)
+	c, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- srv.Run(c) }()
+	defer func() {
+		cancel()
+		<-done
+	}()
+	select {
+	case err := <-done:
+		done <- err
+		const want = "apiserver: post-start hook scheduling/bootstrap-system-priority-classes: gave up after 2s: "
+		if err == nil || !strings.HasPrefix(err.Error(), want) {
+			t.Fatalf("Run: %v, want %s...", err, want)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("Run still starting 20 s after a 2 s hook timeout: the held create holds the start")
+	}
+	if held.Load() != 1 {
+		t.Errorf("creates held %d, want 1", held.Load())
 	}
 }
