@@ -104,7 +104,9 @@ func (s *Server) runBootstrap(ctx context.Context, b bootstrapHook) error {
 	for {
 		done, err := s.bootstrapOnce(attemptCtx, b)
 		if done {
-			s.log.Info("all objects of the post-start hook are created or already exist", "hook", b.name)
+			// Debug: a normal start says nothing (the project's logs are
+			// quiet by default); failures are warned of or end Run.
+			s.log.Debug("all objects of the post-start hook are created or already exist", "hook", b.name)
 			return nil
 		}
 		if ctx.Err() == nil && attemptCtx.Err() != nil {
@@ -124,6 +126,10 @@ func (s *Server) runBootstrap(ctx context.Context, b bootstrapHook) error {
 	}
 }
 
+// loopbackManager is the field manager kube-apiserver's loopback client's
+// creates are recorded under (its user agent's product).
+const loopbackManager = "kube-apiserver"
+
 // errBootstrapRetry marks an attempt to be made again.
 var errBootstrapRetry = errors.New("will retry")
 
@@ -141,7 +147,7 @@ func (s *Server) bootstrapOnce(ctx context.Context, b bootstrapHook) (done bool,
 		if apierrors.IsNotFound(getErr) {
 			info := &request.Info{IsResourceRequest: true, Verb: "create", APIGroup: b.handler.Resource().GroupVersion.Group,
 				APIVersion: b.handler.Resource().GroupVersion.Version, Resource: b.handler.Resource().Name, Namespace: m.GetNamespace()}
-			_, createErr = b.handler.CreateObject(ctx, info, obj, false)
+			_, createErr = b.handler.CreateObjectManaged(ctx, info, obj, loopbackManager)
 		}
 		switch bootstrapDecision(getErr, createErr) {
 		case bootstrapDone:

@@ -237,3 +237,29 @@ func TestSystemPriorityClassesHungCreateStopsRun(t *testing.T) {
 		t.Errorf("creates held %d, want 1", held.Load())
 	}
 }
+
+// The system classes carry the managedFields kube-apiserver's field
+// manager records for its loopback client's create: one entry, manager
+// kube-apiserver, operation Update, owning the fields the create set
+// (description, the defaulted preemptionPolicy, value).
+func TestSystemPriorityClassesManagedFields(t *testing.T) {
+	if testing.Short() {
+		t.Skip("API server on embedded etcd: skipped with -short")
+	}
+	e := newEnv(t, nil)
+	for _, name := range []string{"system-node-critical", "system-cluster-critical"} {
+		pc, err := e.cs.SchedulingV1().PriorityClasses().Get(ctx(t), name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		mf := pc.ManagedFields
+		if len(mf) != 1 || mf[0].Manager != "kube-apiserver" || mf[0].Operation != metav1.ManagedFieldsOperationUpdate ||
+			mf[0].APIVersion != "scheduling.k8s.io/v1" || mf[0].FieldsType != "FieldsV1" || mf[0].Time == nil || mf[0].FieldsV1 == nil ||
+			string(mf[0].FieldsV1.Raw) != `{"f:description":{},"f:preemptionPolicy":{},"f:value":{}}` {
+			t.Errorf("%s managedFields: %+v", name, mf)
+			if len(mf) > 0 && mf[0].FieldsV1 != nil {
+				t.Logf("fieldsV1 %s", mf[0].FieldsV1.Raw)
+			}
+		}
+	}
+}
