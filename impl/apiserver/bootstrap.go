@@ -152,7 +152,7 @@ func (s *Server) bootstrapOnce(ctx context.Context, b bootstrapHook) (done bool,
 		switch bootstrapDecision(getErr, createErr) {
 		case bootstrapDone:
 			if getErr != nil {
-				s.log.Info("created bootstrap object", "hook", b.name, "resource", b.handler.Resource().Name, "name", name)
+				s.log.Debug("created bootstrap object", "hook", b.name, "resource", b.handler.Resource().Name, "name", name)
 			}
 		case bootstrapRetry:
 			cause := getErr

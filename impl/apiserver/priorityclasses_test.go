@@ -3,8 +3,10 @@ package apiserver_test
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"net"
 	"net/http"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -214,5 +216,76 @@ func TestSystemPriorityClassesRefusedStopsRun(t *testing.T) {
 	want := `apiserver: post-start hook scheduling/bootstrap-system-priority-classes: creating priorityclasses "system-node-critical": priorityclasses.scheduling.k8s.io "system-node-critical" is forbidden: no`
 	if err == nil || err.Error() != want {
 		t.Fatalf("Run: %v, want %s", err, want)
+	}
+}
+
+// levelRecorder keeps the level and message of every record logged at
+// Debug or above.
+type levelRecorder struct {
+	mu      sync.Mutex
+	records []slog.Record
+}
+
+func (r *levelRecorder) Enabled(context.Context, slog.Level) bool { return true }
+func (r *levelRecorder) Handle(_ context.Context, rec slog.Record) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.records = append(r.records, rec.Clone())
+	return nil
+}
+func (r *levelRecorder) WithAttrs([]slog.Attr) slog.Handler { return r }
+func (r *levelRecorder) WithGroup(string) slog.Handler      { return r }
+
+// hookRecords are the records naming the system PriorityClasses hook.
+func (r *levelRecorder) hookRecords() []slog.Record {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []slog.Record
+	for _, rec := range r.records {
+		rec.Attrs(func(a slog.Attr) bool {
+			if a.Key == "hook" && a.Value.String() == "scheduling/bootstrap-system-priority-classes" {
+				out = append(out, rec)
+				return false
+			}
+			return true
+		})
+	}
+	return out
+}
+
+// The hook's normal start is quiet: its creates and its completion are
+// logged at Debug only (the project's logs say nothing by default); a
+// create to retry is still a warning.
+func TestSystemPriorityClassesLogQuiet(t *testing.T) {
+	if testing.Short() {
+		t.Skip("API server on embedded etcd: skipped with -short")
+	}
+	var quiet levelRecorder
+	newEnv(t, func(c *apiserver.Config) { c.Logger = slog.New(&quiet) })
+	recs := quiet.hookRecords()
+	if len(recs) != 3 {
+		t.Errorf("hook records %d, want 3 (two creates, done)", len(recs))
+	}
+	for _, rec := range recs {
+		if rec.Level > slog.LevelDebug {
+			t.Errorf("%v %q: want Debug", rec.Level, rec.Message)
+		}
+	}
+
+	var retried levelRecorder
+	var refused atomic.Int32
+	newEnv(t, func(c *apiserver.Config) {
+		c.Logger = slog.New(&retried)
+		c.AdmissionValidators = append(c.AdmissionValidators, refusePriorityClasses{
+			err:  apierrors.NewServiceUnavailable("storage is being migrated"),
+			fail: func() bool { return refused.Add(1) == 1 },
+		})
+	})
+	warned := false
+	for _, rec := range retried.hookRecords() {
+		warned = warned || rec.Level == slog.LevelWarn
+	}
+	if !warned {
+		t.Errorf("a create answered 503 and retried: no warning")
 	}
 }
