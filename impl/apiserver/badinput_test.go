@@ -31,7 +31,7 @@ func TestBadInput(t *testing.T) {
 		{"malformed protobuf", "POST", cms, []byte("k8s\x00\x0a\x03garbage"), []string{"Content-Type", "application/vnd.kubernetes.protobuf"}, 400, metav1.StatusReasonBadRequest, ""},
 		{"protobuf without magic", "POST", cms, []byte("\x01\x02\x03"), []string{"Content-Type", "application/vnd.kubernetes.protobuf"}, 400, metav1.StatusReasonBadRequest, ""},
 		{"unknown kind", "POST", cms, []byte(`{"apiVersion":"v1","kind":"Frobnicator","metadata":{"name":"x"}}`), nil, 400, metav1.StatusReasonBadRequest, ""},
-		{"kind mismatch", "POST", cms, []byte(`{"apiVersion":"v1","kind":"Secret","metadata":{"name":"x"}}`), nil, 400, metav1.StatusReasonBadRequest, "does not match the expected kind"},
+		{"kind mismatch", "POST", cms, []byte(`{"apiVersion":"v1","kind":"Secret","metadata":{"name":"x"}}`), nil, 400, metav1.StatusReasonBadRequest, `Secret in version "v1" cannot be handled as a ConfigMap: converting (v1.Secret) to (core.ConfigMap): unknown conversion`},
 		{"version mismatch", "POST", cms, []byte(`{"apiVersion":"apps/v1","kind":"ConfigMap","metadata":{"name":"x"}}`), nil, 400, metav1.StatusReasonBadRequest, ""},
 		{"unknown version", "POST", cms, []byte(`{"apiVersion":"v7","kind":"ConfigMap","metadata":{"name":"x"}}`), nil, 400, metav1.StatusReasonBadRequest, ""},
 		{"namespace mismatch", "POST", cms, []byte(`{"metadata":{"name":"x","namespace":"kube-system"}}`), nil, 400, metav1.StatusReasonBadRequest, "does not match the namespace"},

@@ -550,47 +550,99 @@ func parseWriteOptions(r *http.Request, kind string) (writeOptions, error) {
 	return writeOptions{dryRun: len(dry) > 0, fieldValidation: fv, admission: sent}, nil
 }
 
-// decode decodes a request body into a new object of kind want (in the
-// resource's group version), applying the fieldValidation directive.
-// Unknown or duplicate fields are a 400 under Strict and warnings under Warn.
+// decode decodes a request body of a create or update into a new object
+// of kind want (in the resource's group version), applying the
+// fieldValidation directive: unknown or duplicate fields are a 400 under
+// Strict and warnings under Warn. A body that does not decode into want is
+// a 400 in kube-apiserver's words (DecodeError), and one of want's kind in
+// another version of its group the API version mismatch.
 func (h *Handler) decode(r *http.Request, body []byte, want schema.GroupVersionKind, into runtime.Object, fv string) (runtime.Object, []string, error) {
-	if len(body) == 0 {
-		return nil, nil, apierrors.NewBadRequest("the body of the request was empty")
-	}
-	info, err := h.opts.Codecs.RequestSerializer(r.Header.Get("Content-Type"))
+	d, err := h.decodeBody(r, body, want, into, fv)
 	if err != nil {
 		return nil, nil, err
+	}
+	if d.err != nil {
+		return nil, nil, DecodeError(want.Kind, d.err, d.gvk, body)
+	}
+	if d.gvk.GroupVersion() != want.GroupVersion() {
+		return nil, nil, apiVersionMismatch(d.gvk.GroupVersion(), want.GroupVersion())
+	}
+	return d.obj, d.warnings, nil
+}
+
+// apiVersionMismatch is kube-apiserver's 400 for a body whose object is of
+// the resource's kind in a group version other than the endpoint's.
+func apiVersionMismatch(got, want schema.GroupVersion) error {
+	return apierrors.NewBadRequest(fmt.Sprintf("the API version in the data (%s) does not match the expected API version (%s)", got, want))
+}
+
+// decodedBody is what decodeBody read from a body.
+type decodedBody struct {
+	// obj is the object decoded: into, or an object of want's kind in
+	// another version of its group (which this server cannot convert).
+	obj runtime.Object
+	// gvk is what the body names (defaulted from want), nil when the body
+	// could not be read as an object with a kind.
+	gvk *schema.GroupVersionKind
+	// warnings are the unknown and duplicate fields under Warn.
+	warnings []string
+	// err is why the body does not decode into want, as kube-apiserver's
+	// decoder says it: the serializer's error (malformed data, a kind or
+	// version the scheme does not know, a field of the wrong type), a kind
+	// upstream cannot convert to want's internal type (ConversionError),
+	// or the strict decoding error under Strict.
+	err error
+}
+
+// decodeBody decodes body into into, as a kind want, under the
+// fieldValidation directive fv. Its error is only for a request it cannot
+// decode at all (the content type); why the body does not decode is in
+// the result.
+func (h *Handler) decodeBody(r *http.Request, body []byte, want schema.GroupVersionKind, into runtime.Object, fv string) (decodedBody, error) {
+	info, err := h.opts.Codecs.RequestSerializer(r.Header.Get("Content-Type"))
+	if err != nil {
+		return decodedBody{}, err
 	}
 	dec := info.Serializer
 	if fv != metav1.FieldValidationIgnore && info.StrictSerializer != nil {
 		dec = info.StrictSerializer
 	}
 	obj, gvk, err := dec.Decode(body, &want, into)
-	var warnings []string
+	return decodeOutcome(obj, gvk, err, want, into, fv), nil
+}
+
+// decodeOutcome judges what a serializer returned for a body decoded into
+// into as a kind want, in the order kube-apiserver's codec does: the
+// serializer's own error first; then the conversion to the internal type,
+// which fails for another kind (and takes precedence over unknown
+// fields); then the unknown and duplicate fields, an error under Strict
+// and warnings otherwise.
+func decodeOutcome(obj runtime.Object, gvk *schema.GroupVersionKind, err error, want schema.GroupVersionKind, into runtime.Object, fv string) decodedBody {
+	var strict []error
 	if err != nil {
-		if strictErr, ok := runtime.AsStrictDecodingError(err); ok && obj != nil {
-			if fv == metav1.FieldValidationStrict {
-				return nil, nil, apierrors.NewBadRequest(err.Error())
-			}
-			for _, e := range strictErr.Errors() {
-				warnings = append(warnings, strictWarnings(e.Error())...)
-			}
-		} else {
-			return nil, nil, apierrors.NewBadRequest(err.Error())
+		s, ok := runtime.AsStrictDecodingError(err)
+		if !ok || obj == nil {
+			return decodedBody{gvk: gvk, err: err}
 		}
+		strict = s.Errors()
 	}
 	if gvk == nil {
-		return nil, nil, apierrors.NewBadRequest("the body of the request has no kind")
+		// The serializers always name the kind of what they decode.
+		return decodedBody{err: fmt.Errorf("decoding a %s: the serializer named no kind", want.Kind)}
 	}
-	if gvk.GroupVersion() != want.GroupVersion() {
-		return nil, nil, apierrors.NewBadRequest(fmt.Sprintf("the API version in the data (%s) does not match the expected API version (%s)", gvk.GroupVersion(), want.GroupVersion()))
+	if obj != into && !Converts(gvk.GroupKind(), want.GroupKind()) {
+		return decodedBody{gvk: gvk, err: ConversionError(obj, want.GroupKind())}
 	}
-	// The decoder fills into when the data's kind is into's; anything else
-	// is a different type.
-	if gvk.Kind != want.Kind || obj != into {
-		return nil, nil, apierrors.NewBadRequest(fmt.Sprintf("the kind in the data (%s) does not match the expected kind (%s)", gvk.Kind, want.Kind))
+	d := decodedBody{obj: obj, gvk: gvk}
+	if err != nil {
+		if fv == metav1.FieldValidationStrict {
+			return decodedBody{gvk: gvk, err: err}
+		}
+		for _, e := range strict {
+			d.warnings = append(d.warnings, strictWarnings(e.Error())...)
+		}
 	}
-	return obj, warnings, nil
+	return d
 }
 
 // AdmitCreate runs the admission chain on the create of obj, of kind

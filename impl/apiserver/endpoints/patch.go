@@ -208,16 +208,22 @@ func (h *Handler) jsonPatch(r *http.Request, cur runtime.Object, want schema.Gro
 	if dfv == metav1.FieldValidationStrict {
 		dfv = metav1.FieldValidationWarn
 	}
-	obj, unknown, err := h.decode(jr, patched, want, into, dfv)
+	d, err := h.decodeBody(jr, patched, want, into, dfv)
 	if err != nil {
-		// Every error of decode is a 400 of the body it was given; here
-		// that body is the patched object.
-		var status apierrors.APIStatus
-		if errors.As(err, &status) && status.Status().Code == http.StatusBadRequest {
-			return nil, nil, invalidPatch(string(patched), status.Status().Message)
-		}
 		return nil, nil, err
 	}
+	// A result that does not decode is refused with the decoder's own
+	// error (another kind: upstream's failed conversion), not the create
+	// handler's wording.
+	if d.err != nil {
+		return nil, nil, invalidPatch(string(patched), d.err.Error())
+	}
+	if d.gvk.GroupVersion() != want.GroupVersion() {
+		// Upstream converts the result from the other version of the
+		// kind; this server cannot, and refuses it.
+		return nil, nil, invalidPatch(string(patched), apiVersionMismatch(d.gvk.GroupVersion(), want.GroupVersion()).Error())
+	}
+	obj, unknown := d.obj, d.warnings
 	warnings, err := strictDecoding(fv, string(patched), patchStrict, unknown)
 	if err != nil {
 		return nil, nil, err

@@ -2,12 +2,10 @@ package eviction
 
 import (
 	"context"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
-	"reflect"
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
@@ -150,7 +148,7 @@ func propagateDryRun(ev *policyv1.Eviction, dryRun []string) error {
 // the body decoded to (into, or the policy/v1beta1 Eviction) and the body's
 // group version, which the audit event records. A body that does not
 // decode into an Eviction is refused in the create handler's words
-// (decodeError).
+// (endpoints.DecodeError).
 func (h *Handler) read(w http.ResponseWriter, r *http.Request, into *policyv1.Eviction, fieldValidation string) (runtime.Object, schema.GroupVersion, error) {
 	if h.maxBody > 0 && r.ContentLength > h.maxBody {
 		return nil, schema.GroupVersion{}, apierrors.NewRequestEntityTooLargeError(fmt.Sprintf("limit is %d", h.maxBody))
@@ -184,7 +182,7 @@ func (h *Handler) read(w http.ResponseWriter, r *http.Request, into *policyv1.Ev
 		err = nil
 	}
 	if err != nil {
-		return nil, schema.GroupVersion{}, decodeError(err, gvk, data)
+		return nil, schema.GroupVersion{}, endpoints.DecodeError("Eviction", err, gvk, data)
 	}
 	decoded := obj
 	if old, ok := obj.(*policyv1beta1.Eviction); ok {
@@ -195,40 +193,9 @@ func (h *Handler) read(w http.ResponseWriter, r *http.Request, into *policyv1.Ev
 		// Another kind the scheme knows (a Pod, DeleteOptions): what
 		// kube-apiserver's decoder fails to convert to its internal
 		// Eviction.
-		return nil, schema.GroupVersion{}, decodeError(fmt.Errorf("converting (%s) to (policy.Eviction): unknown conversion",
-			reflect.Indirect(reflect.ValueOf(obj)).Type()), gvk, data)
+		return nil, schema.GroupVersion{}, endpoints.DecodeError("Eviction", endpoints.ConversionError(obj, want.GroupKind()), gvk, data)
 	}
 	return decoded, gvk.GroupVersion(), nil
-}
-
-// decodeError is kube-apiserver's create handler's answer to a body that
-// does not decode into the subresource's Eviction: a 400 naming the kind
-// and version the body claims, or, when it claims no kind (it is not even
-// an object), the start of the body (summary).
-func decodeError(err error, gvk *schema.GroupVersionKind, body []byte) error {
-	if gvk != nil && gvk.Kind != "" {
-		return apierrors.NewBadRequest(fmt.Sprintf("%s in version %q cannot be handled as a Eviction: %v", gvk.Kind, gvk.Version, err))
-	}
-	return apierrors.NewBadRequest(fmt.Sprintf("the object provided is unrecognized (must be of type Eviction): %v (%s)", err, summary(body)))
-}
-
-// summary is how kube-apiserver quotes a body it cannot make sense of:
-// <empty>, the first 30 bytes of what looks like a JSON object, else
-// those bytes in hexadecimal; " ..." when there is more.
-func summary(body []byte) string {
-	const limit = 30
-	more := ""
-	if len(body) > limit {
-		body, more = body[:limit], " ..."
-	}
-	switch {
-	case len(body) == 0:
-		return "<empty>"
-	case body[0] == '{':
-		return string(body) + more
-	default:
-		return hex.EncodeToString(body) + more
-	}
 }
 
 // write answers obj in target, the media type Serve negotiated.
