@@ -67,8 +67,9 @@ import (
 //     if the pod mounts it (field-selected, as the kubelet's object cache
 //     does; once per node and namespace), writes the pod's Running status (the full run's
 //     startup-0's, with a pod IP of its own) and creates the pod's kubelet
-//     events (the node's first pod with the image pull's, later ones
-//     without), all through its own connection.
+//     events (as many of the node's pods with the image pull's as pulled
+//     on it in the full run, usually its first, later ones without), all
+//     through its own connection.
 //
 // Not copied: the controller manager's and the scheduler's connections
 // (the control binds through its admin client and writes the scheduler's
@@ -92,6 +93,9 @@ type holdersRequest struct {
 	// later ones.
 	PodStatus           corev1.PodStatus
 	Events, LaterEvents []corev1.Event
+	// Pullers is how many pods of each node get Events (the full run's
+	// pulling pods there, upTemplates.pullers); nil: the first.
+	Pullers map[string]int `json:"pullers,omitempty"`
 	// EventShare is the share of the template events written (eventShare).
 	EventShare float64
 }
@@ -108,6 +112,13 @@ func eventShare(t *upTemplates, nodes, pods, fullEvents int) float64 {
 		later = t.events
 	}
 	first := min(nodes, pods)
+	if t.pullers != nil {
+		first = 0
+		for _, n := range t.pullers {
+			first += n
+		}
+		first = min(first, pods)
+	}
 	all := first*len(t.events) + (pods-first)*len(later)
 	if fullEvents <= 0 || all <= fullEvents {
 		return 1
@@ -392,7 +403,11 @@ func (n *nodeHolder) runPod(ctx context.Context, req holdersRequest, p *corev1.P
 	// Events first: the kubelet records them while it starts the
 	// containers, before the status that says Running.
 	evs := req.Events
-	if k > 0 && req.LaterEvents != nil {
+	firsts := int64(1)
+	if req.Pullers != nil {
+		firsts = int64(req.Pullers[n.Name])
+	}
+	if k >= firsts && req.LaterEvents != nil {
 		evs = req.LaterEvents
 	}
 	for j, e := range evs {
@@ -518,7 +533,7 @@ func startHolders(ctx context.Context, bin, dir string, c *cluster.Cluster, admi
 	if err := cluster.EnsureNodeSimulatorRBAC(ctx, admin); err != nil {
 		return nil, err
 	}
-	req := holdersRequest{Role: "holders", URL: c.URL, CAPEM: c.CA.CertPEM, Node: t.node, Lease: t.lease, PodStatus: t.pod.Status, Events: t.events, LaterEvents: t.laterEvents, EventShare: share}
+	req := holdersRequest{Role: "holders", URL: c.URL, CAPEM: c.CA.CertPEM, Node: t.node, Lease: t.lease, PodStatus: t.pod.Status, Events: t.events, LaterEvents: t.laterEvents, Pullers: t.pullers, EventShare: share}
 	var err error
 	if req.Reader, err = c.CA.IssueClient(cluster.NodeSimulatorUser, nil); err != nil {
 		return nil, err

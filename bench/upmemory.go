@@ -9,12 +9,14 @@ import (
 	"io"
 	"io/fs"
 	"log/slog"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
 	goruntime "runtime"
 	"runtime/debug"
 	"runtime/metrics"
+	"slices"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -274,13 +276,66 @@ type upTemplates struct {
 	// present on machine"), so those pods have one event fewer. Nil: every
 	// copy gets events.
 	laterEvents []corev1.Event
+	// pullers counts, per node name, the full run's pods whose kubelet
+	// pulled the image (a Pulling event from that node): usually each
+	// node's first pod, but not always — under load a node's later pod
+	// may reach its containers first, and two pods that find the image
+	// absent at once both pull. The control gives that many pods of each
+	// node the pulling pod's events. Nil: one per node.
+	pullers map[string]int
 }
 
-// readTemplates reads node-1, its Lease, the pod named pod in ns and the
-// events about it, and the events of the pod named later (if not empty).
+// templatePods picks the template pods from the full run's events in the
+// namespace: the pod whose events are copied for pulling pods (prefer,
+// when its kubelet pulled the image, else the first by name that did;
+// prefer when none did) and the one copied for the others (preferLater
+// when it did not pull, else the first by name that did not; empty when
+// preferLater is or every pod pulled), and the pulling pods per node.
+func templatePods(evs []corev1.Event, prefer, preferLater string) (first, later string, pullers map[string]int) {
+	pulled := map[string]bool{} // pod name → pulled
+	for _, e := range evs {
+		if e.InvolvedObject.Kind != "Pod" {
+			continue
+		}
+		if e.Reason == kubelet.EventPulling {
+			if !pulled[e.InvolvedObject.Name] {
+				if pullers == nil {
+					pullers = map[string]int{}
+				}
+				pullers[e.Source.Host]++
+			}
+			pulled[e.InvolvedObject.Name] = true
+		} else if _, ok := pulled[e.InvolvedObject.Name]; !ok {
+			pulled[e.InvolvedObject.Name] = false
+		}
+	}
+	names := slices.Sorted(maps.Keys(pulled))
+	first = prefer
+	if !pulled[prefer] {
+		if i := slices.IndexFunc(names, func(n string) bool { return pulled[n] }); i >= 0 {
+			first = names[i]
+		}
+	}
+	if preferLater != "" {
+		if p, ok := pulled[preferLater]; ok && !p {
+			later = preferLater
+		} else if i := slices.IndexFunc(names, func(n string) bool { return !pulled[n] }); i >= 0 {
+			later = names[i]
+		}
+	}
+	return first, later, pullers
+}
+
+// readTemplates reads node-1, its Lease, the template pods in ns
+// (templatePods: pod and later preferred, later none when empty) and the
+// events about them.
 func readTemplates(ctx context.Context, cs kubernetes.Interface, ns, pod, later string) (*upTemplates, error) {
 	t := &upTemplates{}
-	var err error
+	all, err := listEvents(ctx, cs, ns)
+	if err != nil {
+		return nil, err
+	}
+	pod, later, t.pullers = templatePods(all, pod, later)
 	if t.node, err = cs.CoreV1().Nodes().Get(ctx, "node-1", metav1.GetOptions{}); err != nil {
 		return nil, fmt.Errorf("reading node-1: %w", err)
 	}
@@ -483,15 +538,21 @@ func runControl(ctx context.Context, cfg StartupConfig, bin string, t *upTemplat
 
 // countEvents counts the events of namespace ns.
 func countEvents(ctx context.Context, cs kubernetes.Interface, ns string) (int, error) {
-	n := 0
+	evs, err := listEvents(ctx, cs, ns)
+	return len(evs), err
+}
+
+// listEvents lists the events of namespace ns, page by page.
+func listEvents(ctx context.Context, cs kubernetes.Interface, ns string) ([]corev1.Event, error) {
+	var out []corev1.Event
 	for opts := (metav1.ListOptions{Limit: 5000}); ; {
 		evs, err := cs.CoreV1().Events(ns).List(ctx, opts)
 		if err != nil {
-			return n, fmt.Errorf("counting the events: %w", err)
+			return out, fmt.Errorf("listing the events: %w", err)
 		}
-		n += len(evs.Items)
+		out = append(out, evs.Items...)
 		if opts.Continue = evs.Continue; opts.Continue == "" {
-			return n, nil
+			return out, nil
 		}
 	}
 }
@@ -533,6 +594,7 @@ type controlRequest struct {
 	Pod         *corev1.Pod
 	Events      []corev1.Event
 	LaterEvents []corev1.Event
+	Pullers     map[string]int // upTemplates.pullers
 }
 
 // currentGCPercent is the process's GC percent now (GOGC's or
@@ -575,7 +637,7 @@ func measureControl(ctx context.Context, cfg StartupConfig, t *upTemplates, dir 
 func newControlRequest(cfg StartupConfig, t *upTemplates, fullEvents int, bin string) controlRequest {
 	return controlRequest{Nodes: cfg.Nodes, Pods: cfg.Pods, UnsafeNoFsync: cfg.UnsafeNoFsync, Settle: cfg.Settle,
 		MemoryReadings: cfg.MemoryReadings, Timeout: cfg.Timeout, HeapProfile: cfg.HeapProfile, Binary: bin, FullEvents: fullEvents,
-		GCPercent: cfg.gcPercent, Node: t.node, Lease: t.lease, Pod: t.pod, Events: t.events, LaterEvents: t.laterEvents}
+		GCPercent: cfg.gcPercent, Node: t.node, Lease: t.lease, Pod: t.pod, Events: t.events, LaterEvents: t.laterEvents, Pullers: t.pullers}
 }
 
 // runControlProcess runs the control in a fresh process of bin (RunUpControl).
@@ -643,7 +705,7 @@ func RunUpControl(ctx context.Context, file string, out io.Writer) error {
 	if cfg.Timeout <= 0 {
 		cfg.Timeout = 10 * time.Minute
 	}
-	t := &upTemplates{node: req.Node, lease: req.Lease, pod: req.Pod, events: req.Events, laterEvents: req.LaterEvents}
+	t := &upTemplates{node: req.Node, lease: req.Lease, pod: req.Pod, events: req.Events, laterEvents: req.LaterEvents, pullers: req.Pullers}
 	if t.node == nil || t.lease == nil || t.pod == nil || cfg.Nodes <= 0 {
 		return fmt.Errorf("%s: no templates or nodes", file)
 	}

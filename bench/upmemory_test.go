@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"runtime/debug"
@@ -12,6 +13,8 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/kubeproof/kubeproof/impl/kubelet"
 )
 
 // TestUpMemorySlope: per pod as a slope is the growth from the half-way
@@ -180,5 +183,53 @@ func TestControlTakesTheFullRunsGCPercent(t *testing.T) {
 	}
 	if got := currentGCPercent(); got != 37 {
 		t.Errorf("GC percent %d after the control's request, want the full run's 37", got)
+	}
+}
+
+// The templates follow which pods of the full run pulled the image, not
+// their names: under load a node's later pod may pull while its first
+// finds the image present, and two pods of a node may both pull. The
+// control then writes as many events as the full run held.
+func TestTemplatePodsFollowPulls(t *testing.T) {
+	ev := func(pod, node, reason string) corev1.Event {
+		return corev1.Event{InvolvedObject: corev1.ObjectReference{Kind: "Pod", Name: pod}, Reason: reason,
+			Source: corev1.EventSource{Component: kubelet.EventComponent, Host: node}}
+	}
+	pod := func(name, node string, pulled bool) []corev1.Event {
+		evs := []corev1.Event{{InvolvedObject: corev1.ObjectReference{Kind: "Pod", Name: name}, Reason: "Scheduled"}}
+		if pulled {
+			evs = append(evs, ev(name, node, kubelet.EventPulling))
+		}
+		return append(evs, ev(name, node, "Pulled"), ev(name, node, "Created"), ev(name, node, "Started"))
+	}
+	// startup-0 on node-1 found the image startup-3 pulled; node-2's two
+	// pods both pulled; node-3's first pulled.
+	var all []corev1.Event
+	for _, p := range []struct {
+		name, node string
+		pulled     bool
+	}{{"startup-0", "node-1", false}, {"startup-1", "node-2", true}, {"startup-2", "node-3", true},
+		{"startup-3", "node-1", true}, {"startup-4", "node-2", true}, {"startup-5", "node-3", false}} {
+		all = append(all, pod(p.name, p.node, p.pulled)...)
+	}
+	first, later, pullers := templatePods(all, "startup-0", "startup-5")
+	if first != "startup-1" || later != "startup-5" {
+		t.Errorf("templates %q, %q; want startup-1 (first by name that pulled), startup-5", first, later)
+	}
+	if want := map[string]int{"node-1": 1, "node-2": 2, "node-3": 1}; !maps.Equal(pullers, want) {
+		t.Errorf("pullers %v, want %v", pullers, want)
+	}
+	// 4 pulling pods with 5 events, 2 others with 4: 28, all written.
+	tmpl := &upTemplates{events: make([]corev1.Event, 5), laterEvents: make([]corev1.Event, 4), pullers: pullers}
+	if got := eventShare(tmpl, 3, 6, len(all)); len(all) != 28 || got != 1 {
+		t.Errorf("share %v of %d events, want 1 of 28", got, len(all))
+	}
+	// Preferred pods are kept when they are what they stand for.
+	if first, later, _ := templatePods(all, "startup-3", "startup-0"); first != "startup-3" || later != "startup-0" {
+		t.Errorf("preferred templates %q, %q; want startup-3, startup-0", first, later)
+	}
+	// No later pod asked for: none.
+	if _, later, _ := templatePods(all, "startup-0", ""); later != "" {
+		t.Errorf("later %q, want none", later)
 	}
 }
