@@ -148,3 +148,36 @@ func TestPatchResultOtherKind(t *testing.T) {
 		t.Errorf("message %q, want the patched object and %q", st.Message, tail)
 	}
 }
+
+// The create-only review resources (TokenReview, SubjectAccessReview,
+// SelfSubjectReview, ...) go through kube-apiserver's create handler too:
+// a body that does not decode into the review is refused in the same
+// words, the internal type in the authentication or authorization package.
+func TestReviewBodyDecodeErrors(t *testing.T) {
+	e := newEnv(t, nil)
+	const (
+		trs  = "/apis/authentication.k8s.io/v1/tokenreviews"
+		sars = "/apis/authorization.k8s.io/v1/subjectaccessreviews"
+		ssrs = "/apis/authentication.k8s.io/v1/selfsubjectreviews"
+	)
+	cases := []struct{ id, path, body, message string }{
+		{"other kind", trs, `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"x"}}`,
+			`Pod in version "v1" cannot be handled as a TokenReview: converting (v1.Pod) to (authentication.TokenReview): unknown conversion`},
+		{"other review", sars, `{"apiVersion":"authorization.k8s.io/v1","kind":"SelfSubjectAccessReview"}`,
+			`SelfSubjectAccessReview in version "v1" cannot be handled as a SubjectAccessReview: converting (v1.SelfSubjectAccessReview) to (authorization.SubjectAccessReview): unknown conversion`},
+		{"empty", ssrs, ``,
+			`the object provided is unrecognized (must be of type SelfSubjectReview): couldn't get version/kind; json parse error: unexpected end of JSON input (<empty>)`},
+		{"not an object", trs, `"token"`,
+			`the object provided is unrecognized (must be of type TokenReview): couldn't get version/kind; json parse error: json: cannot unmarshal string into Go value of type struct { APIVersion string "json:\"apiVersion,omitempty\""; Kind string "json:\"kind,omitempty\"" } (22746f6b656e22)`},
+	}
+	for _, tc := range cases {
+		r := e.do("POST", tc.path, []byte(tc.body), "Content-Type", "application/json")
+		if r.code != http.StatusBadRequest {
+			t.Errorf("%s: %d, want 400: %s", tc.id, r.code, r.body)
+			continue
+		}
+		if st := r.status(t); st.Reason != metav1.StatusReasonBadRequest || st.Message != tc.message {
+			t.Errorf("%s: %s\n got %q\nwant %q", tc.id, st.Reason, st.Message, tc.message)
+		}
+	}
+}

@@ -557,10 +557,23 @@ func parseWriteOptions(r *http.Request, kind string) (writeOptions, error) {
 // a 400 in kube-apiserver's words (DecodeError), and one of want's kind in
 // another version of its group the API version mismatch.
 func (h *Handler) decode(r *http.Request, body []byte, want schema.GroupVersionKind, into runtime.Object, fv string) (runtime.Object, []string, error) {
-	d, err := h.decodeBody(r, body, want, into, fv)
+	dec, err := h.bodyDecoder(r, fv)
 	if err != nil {
 		return nil, nil, err
 	}
+	return DecodeInto(dec, body, want, into, fv)
+}
+
+// DecodeInto decodes body with dec into into, an object of kind want, as
+// kube-apiserver's create and update handlers do, under the
+// fieldValidation directive fv (dec is the strict serializer unless fv is
+// Ignore): it returns into and the unknown and duplicate fields as
+// warnings (Warn), or a 400 BadRequest: a body that does not decode into
+// want in upstream's words (DecodeError), one of want's kind in another
+// version of its group the API version mismatch.
+func DecodeInto(dec runtime.Decoder, body []byte, want schema.GroupVersionKind, into runtime.Object, fv string) (runtime.Object, []string, error) {
+	obj, gvk, err := dec.Decode(body, &want, into)
+	d := decodeOutcome(obj, gvk, err, want, into, fv)
 	if d.err != nil {
 		return nil, nil, DecodeError(want.Kind, d.err, d.gvk, body)
 	}
@@ -599,16 +612,25 @@ type decodedBody struct {
 // decode at all (the content type); why the body does not decode is in
 // the result.
 func (h *Handler) decodeBody(r *http.Request, body []byte, want schema.GroupVersionKind, into runtime.Object, fv string) (decodedBody, error) {
-	info, err := h.opts.Codecs.RequestSerializer(r.Header.Get("Content-Type"))
+	dec, err := h.bodyDecoder(r, fv)
 	if err != nil {
 		return decodedBody{}, err
 	}
-	dec := info.Serializer
-	if fv != metav1.FieldValidationIgnore && info.StrictSerializer != nil {
-		dec = info.StrictSerializer
-	}
 	obj, gvk, err := dec.Decode(body, &want, into)
 	return decodeOutcome(obj, gvk, err, want, into, fv), nil
+}
+
+// bodyDecoder is the decoder of the request's content type, strict
+// unless the fieldValidation directive fv is Ignore; its error is a 415.
+func (h *Handler) bodyDecoder(r *http.Request, fv string) (runtime.Decoder, error) {
+	info, err := h.opts.Codecs.RequestSerializer(r.Header.Get("Content-Type"))
+	if err != nil {
+		return nil, err
+	}
+	if fv != metav1.FieldValidationIgnore && info.StrictSerializer != nil {
+		return info.StrictSerializer, nil
+	}
+	return info.Serializer, nil
 }
 
 // decodeOutcome judges what a serializer returned for a body decoded into
