@@ -479,6 +479,7 @@ func RunNodeAgent(ctx context.Context, restCfg *rest.Config, heapProfile string,
 	logger := slog.New(slog.DiscardHandler)
 	cmCfg := APIClientConfig(restCfg, runtime.ContentTypeProtobuf)
 	cmCfg.QPS, cmCfg.Burst = 1000, 2000
+	controllermanager.QuietWarnings(cmCfg)
 	cmClient, err := kubernetes.NewForConfig(cmCfg)
 	if err != nil {
 		return err

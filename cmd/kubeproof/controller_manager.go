@@ -73,6 +73,7 @@ func newControllerManagerCommand() *cobra.Command {
 			}
 			restConfig.QPS, restConfig.Burst = qps, burst
 			restConfig.UserAgent = "kubeproof-controller-manager"
+			controllermanager.QuietWarnings(restConfig)
 			client, err := kubernetes.NewForConfig(restConfig)
 			if err != nil {
 				return fmt.Errorf("creating client: %w", err)

@@ -56,7 +56,10 @@ func SimulatedNodeIPv6CIDR(i int) string {
 // componentClient builds a client for a component with its own client
 // certificate (issued once, kept in DataDir/pki) and writes its kubeconfig
 // to DataDir/<file> so it can also be run as a separate process.
-func (c *Cluster) componentClient(pkiDir, dataDir, certName, user string, groups []string, qps float32, burst int) (*rest.Config, kubernetes.Interface, error) {
+//
+// adjust, when not nil, changes the configuration before the client is
+// built (the controller manager's drops warnings).
+func (c *Cluster) componentClient(pkiDir, dataDir, certName, user string, groups []string, qps float32, burst int, adjust func(*rest.Config)) (*rest.Config, kubernetes.Interface, error) {
 	kp, err := pki.LoadOrIssue(pkiDir, certName, func() (pki.KeyPair, error) { return c.CA.IssueClient(user, groups) })
 	if err != nil {
 		return nil, nil, err
@@ -67,6 +70,9 @@ func (c *Cluster) componentClient(pkiDir, dataDir, certName, user string, groups
 		}
 	}
 	cfg := pki.RESTConfig(c.URL, c.CA.CertPEM, kp)
+	if adjust != nil {
+		adjust(cfg)
+	}
 	cs, err := newComponentClientset(cfg, certName, qps, burst)
 	if err != nil {
 		return nil, nil, fmt.Errorf("building %s client: %w", user, err)
@@ -98,7 +104,8 @@ func componentConfig(cfg *rest.Config, name string, qps float32, burst int) {
 // allows more than a stock kube-controller-manager's 20 QPS, which would
 // otherwise cap pod creation at 20 pods/s.
 func (c *Cluster) startControllerManager(ctx context.Context, cfg Config) error {
-	restCfg, cs, err := c.componentClient(filepath.Join(cfg.DataDir, "pki"), cfg.DataDir, "controller-manager", ControllerManagerUser, nil, 1000, 2000)
+	restCfg, cs, err := c.componentClient(filepath.Join(cfg.DataDir, "pki"), cfg.DataDir, "controller-manager", ControllerManagerUser, nil, 1000, 2000,
+		controllermanager.QuietWarnings) // as kube-controller-manager: no warnings logged
 	if err != nil {
 		return err
 	}
@@ -161,7 +168,7 @@ func (c *Cluster) ensureNodeBootstrapBindings(ctx context.Context) error {
 // throttled the way a stock kube-scheduler's is (50 QPS): binding
 // throughput is what it is measured on.
 func (c *Cluster) startScheduler(ctx context.Context, cfg Config) error {
-	_, cs, err := c.componentClient(filepath.Join(cfg.DataDir, "pki"), cfg.DataDir, "scheduler", SchedulerUser, nil, 5000, 10000)
+	_, cs, err := c.componentClient(filepath.Join(cfg.DataDir, "pki"), cfg.DataDir, "scheduler", SchedulerUser, nil, 5000, 10000, nil)
 	if err != nil {
 		return err
 	}

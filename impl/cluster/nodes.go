@@ -149,7 +149,7 @@ func (c *Cluster) startSimulatedNodes(ctx context.Context, cfg Config) (*simulat
 	if err := EnsureNodeSimulatorRBAC(ctx, admin); err != nil {
 		return nil, err
 	}
-	_, cs, err := c.componentClient(filepath.Join(cfg.DataDir, "pki"), "", "node-simulator", NodeSimulatorUser, nil, 50, 100)
+	_, cs, err := c.componentClient(filepath.Join(cfg.DataDir, "pki"), "", "node-simulator", NodeSimulatorUser, nil, 50, 100, nil)
 	if err != nil {
 		return nil, err
 	}

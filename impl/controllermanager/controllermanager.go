@@ -355,7 +355,16 @@ func ClientsFor(client kubernetes.Interface, restConfig *rest.Config) (Clients, 
 // election, until leadership is lost, which is an error). restConfig is used
 // for the metadata and dynamic clients the garbage collector and namespace
 // controller need; it may be nil when both are disabled.
+//
+// The clients Run builds from restConfig (metadata, dynamic, the
+// controllers' service account clients) drop the server's warnings
+// (QuietWarnings); client should be built from a config QuietWarnings
+// has set too.
 func Run(ctx context.Context, client kubernetes.Interface, restConfig *rest.Config, cfg Config) error {
+	if restConfig != nil {
+		restConfig = rest.CopyConfig(restConfig)
+		QuietWarnings(restConfig)
+	}
 	clients, err := ClientsFor(client, restConfig)
 	if err != nil {
 		return err
