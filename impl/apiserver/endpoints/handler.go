@@ -572,15 +572,27 @@ func (h *Handler) decode(r *http.Request, body []byte, want schema.GroupVersionK
 // want in upstream's words (DecodeError), one of want's kind in another
 // version of its group the API version mismatch.
 func DecodeInto(dec runtime.Decoder, body []byte, want schema.GroupVersionKind, into runtime.Object, fv string) (runtime.Object, []string, error) {
+	obj, gvk, warnings, err := DecodeBody(dec, body, want, into, fv)
+	if err != nil {
+		return nil, nil, err
+	}
+	if gvk.GroupVersion() != want.GroupVersion() {
+		return nil, nil, apiVersionMismatch(gvk.GroupVersion(), want.GroupVersion())
+	}
+	return obj, warnings, nil
+}
+
+// DecodeBody is DecodeInto for an endpoint that accepts more than one
+// version of want's kind (pods/eviction): it does not check the version,
+// and returns the object decoded (into, or want's kind in the version gvk
+// names) with its group version kind.
+func DecodeBody(dec runtime.Decoder, body []byte, want schema.GroupVersionKind, into runtime.Object, fv string) (runtime.Object, *schema.GroupVersionKind, []string, error) {
 	obj, gvk, err := dec.Decode(body, &want, into)
 	d := decodeOutcome(obj, gvk, err, want, into, fv)
 	if d.err != nil {
-		return nil, nil, DecodeError(want.Kind, d.err, d.gvk, body)
+		return nil, nil, nil, DecodeError(want.Kind, d.err, d.gvk, body)
 	}
-	if d.gvk.GroupVersion() != want.GroupVersion() {
-		return nil, nil, apiVersionMismatch(d.gvk.GroupVersion(), want.GroupVersion())
-	}
-	return d.obj, d.warnings, nil
+	return d.obj, d.gvk, d.warnings, nil
 }
 
 // apiVersionMismatch is kube-apiserver's 400 for a body whose object is of

@@ -174,26 +174,22 @@ func (h *Handler) read(w http.ResponseWriter, r *http.Request, into *policyv1.Ev
 		dec = info.StrictSerializer
 	}
 	want := policyv1.SchemeGroupVersion.WithKind("Eviction")
-	obj, gvk, err := dec.Decode(data, &want, into)
-	if strict, ok := runtime.AsStrictDecodingError(err); ok && obj != nil && fieldValidation != metav1.FieldValidationStrict {
-		for _, e := range strict.Errors() {
-			request.AddWarning(r.Context(), e.Error())
-		}
-		err = nil
-	}
+	obj, gvk, warnings, err := endpoints.DecodeBody(dec, data, want, into, fieldValidation)
 	if err != nil {
-		return nil, schema.GroupVersion{}, endpoints.DecodeError("Eviction", err, gvk, data)
+		return nil, schema.GroupVersion{}, err
+	}
+	for _, w := range warnings {
+		request.AddWarning(r.Context(), w)
 	}
 	decoded := obj
 	if old, ok := obj.(*policyv1beta1.Eviction); ok {
 		into.ObjectMeta, into.DeleteOptions = old.ObjectMeta, old.DeleteOptions
 		obj = into
 	}
-	if obj != runtime.Object(into) || gvk == nil {
-		// Another kind the scheme knows (a Pod, DeleteOptions): what
-		// kube-apiserver's decoder fails to convert to its internal
-		// Eviction.
-		return nil, schema.GroupVersion{}, endpoints.DecodeError("Eviction", endpoints.ConversionError(obj, want.GroupKind()), gvk, data)
+	if obj != runtime.Object(into) {
+		// DecodeBody returns into, or an Eviction of another version of
+		// policy: one without a policy/v1beta1 counterpart cannot be read.
+		return nil, schema.GroupVersion{}, apierrors.NewBadRequest(fmt.Sprintf("the API version in the data (%s) does not match the expected API version (%s)", gvk.GroupVersion(), want.GroupVersion()))
 	}
 	return decoded, gvk.GroupVersion(), nil
 }
