@@ -78,7 +78,11 @@ func WithAudit(next http.Handler, cfg Config) http.Handler {
 		w.Header().Set(HeaderAuditID, string(rec.ev.AuditID))
 		// Only a patch records its body as sent; the other verbs record
 		// what their handler decoded (LogRequestObject, LogRequestOptions).
-		if !d.Level.Less(LevelRequest) && rec.ev.Verb == "patch" && r.Body != nil && r.Body != http.NoBody {
+		// A PATCH through a connect subresource (pods/proxy) is no patch
+		// of an object: its body is streamed to the backend unread, as
+		// kube-apiserver's audit filter never reads a body.
+		if !d.Level.Less(LevelRequest) && rec.ev.Verb == "patch" && !connectSubresources[info.Subresource] &&
+			r.Body != nil && r.Body != http.NoBody {
 			rec.captureRequest(r)
 		}
 		if !rec.emit(StageRequestReceived, nil) {
