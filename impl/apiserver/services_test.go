@@ -16,6 +16,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+	"k8s.io/client-go/kubernetes"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/rest"
 
 	"github.com/kubeproof/kubeproof/impl/apiserver"
 	"github.com/kubeproof/kubeproof/impl/registry"
@@ -255,7 +258,7 @@ func TestKubernetesEndpointsFollowTheAPIServers(t *testing.T) {
 	ctx := context.Background()
 	endpointsOnly := func() string {
 		t.Helper()
-		ep, err := e1.cs.CoreV1().Endpoints("default").Get(ctx, "kubernetes", metav1.GetOptions{})
+		ep, err := quietEndpoints(t, e1).Get(ctx, "kubernetes", metav1.GetOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -443,7 +446,7 @@ func TestEndpointReconcilerTypes(t *testing.T) {
 	if _, err := e.cs.CoreV1().Services("default").Get(ctx, "kubernetes", metav1.GetOptions{}); err != nil {
 		t.Fatalf("kubernetes service with the none reconciler: %v", err)
 	}
-	if ep, err := e.cs.CoreV1().Endpoints("default").Get(ctx, "kubernetes", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+	if ep, err := quietEndpoints(t, e).Get(ctx, "kubernetes", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Fatalf("kubernetes endpoints with the none reconciler: %v %+v, want NotFound", err, ep)
 	}
 	factory := storagebackend.NewFactory(storagebackend.Config{Client: etcdServer.Client(), Prefix: "/unused"})
@@ -522,4 +525,19 @@ func TestServiceAllocationRollbackAndRelease(t *testing.T) {
 	if _, err := svcs.Create(ctx, newService("np3", corev1.ServiceTypeNodePort, "", 30007), metav1.CreateOptions{}); err != nil {
 		t.Fatalf("node port of a deleted service is not free: %v", err)
 	}
+}
+
+// quietEndpoints is e's administrator's Endpoints client in namespace
+// default that logs no warning: these tests read the kubernetes Endpoints
+// on purpose, and client-go's default handler would print v1 Endpoints'
+// deprecation at every read.
+func quietEndpoints(t *testing.T, e *env) typedcorev1.EndpointsInterface {
+	t.Helper()
+	cfg := rest.CopyConfig(e.rest)
+	cfg.WarningHandler = rest.NoWarnings{}
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cs.CoreV1().Endpoints("default")
 }

@@ -12,6 +12,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 )
@@ -137,4 +138,18 @@ func TestControllerManagerLogsNoDeprecationWarnings(t *testing.T) {
 	if got := logged.containing(endpointsDeprecated); len(got) != 1 {
 		t.Errorf("a default client's warning logged %d times, want 1", len(got))
 	}
+}
+
+// quietEndpoints is the Endpoints client of c's administrator that logs no
+// warning: tests reading Endpoints on purpose would otherwise print v1
+// Endpoints' deprecation through klog at every read.
+func quietEndpoints(t *testing.T, c *Cluster, ns string) typedcorev1.EndpointsInterface {
+	t.Helper()
+	cfg := rest.CopyConfig(c.AdminConfig)
+	cfg.WarningHandler = rest.NoWarnings{}
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cs.CoreV1().Endpoints(ns)
 }

@@ -23,9 +23,10 @@ func TestDualStackCluster(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	_, cs, stop := startForTest(t, Config{DataDir: t.TempDir(), BindAddress: "127.0.0.1:0", WatchCache: true, UnsafeNoFsync: true,
+	c, cs, stop := startForTest(t, Config{DataDir: t.TempDir(), BindAddress: "127.0.0.1:0", WatchCache: true, UnsafeNoFsync: true,
 		ControllerManager: true, Scheduler: true, Nodes: 1, DualStackNodes: true,
 		Services: ServiceOptions{ClusterIPRange: "10.96.0.0/16,fd00:10:96::/112", NodePortRange: "30000-32767"}})
+	endpoints := quietEndpoints(t, c, "default")
 	defer func() {
 		if err := stop(); err != nil {
 			t.Error(err)
@@ -65,7 +66,7 @@ func TestDualStackCluster(t *testing.T) {
 				v4, v6 = append(v4, p.Status.PodIPs[0].IP), append(v6, p.Status.PodIPs[1].IP)
 			}
 		}
-		if ep, err := cs.CoreV1().Endpoints("default").Get(ctx, "web", metav1.GetOptions{}); err == nil {
+		if ep, err := endpoints.Get(ctx, "web", metav1.GetOptions{}); err == nil {
 			for _, s := range ep.Subsets {
 				for _, a := range s.Addresses {
 					inEndpoints = append(inEndpoints, a.IP)

@@ -48,7 +48,7 @@ func TestServiceOptionsReachTheAPIServer(t *testing.T) {
 	if svcIP != "10.0.0.1" {
 		t.Fatalf("kubernetes service ClusterIP %s, want 10.0.0.1 (first of --service-cluster-ip-range)", svcIP)
 	}
-	ep, err := cs.CoreV1().Endpoints("default").Get(ctx, "kubernetes", metav1.GetOptions{})
+	ep, err := quietEndpoints(t, c, "default").Get(ctx, "kubernetes", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,8 +68,9 @@ func TestServiceEndpointsFollowADeploymentsPods(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	_, cs, stop := startForTest(t, Config{DataDir: t.TempDir(), BindAddress: "127.0.0.1:0", WatchCache: true, UnsafeNoFsync: true,
+	c, cs, stop := startForTest(t, Config{DataDir: t.TempDir(), BindAddress: "127.0.0.1:0", WatchCache: true, UnsafeNoFsync: true,
 		ControllerManager: true, Scheduler: true, Nodes: 2})
+	endpoints := quietEndpoints(t, c, "default")
 	defer func() {
 		if err := stop(); err != nil {
 			t.Error(err)
@@ -111,7 +112,7 @@ func TestServiceEndpointsFollowADeploymentsPods(t *testing.T) {
 		return ips
 	}
 	endpointIPs := func() []string {
-		ep, err := cs.CoreV1().Endpoints("default").Get(ctx, "web", metav1.GetOptions{})
+		ep, err := endpoints.Get(ctx, "web", metav1.GetOptions{})
 		if err != nil {
 			return nil
 		}

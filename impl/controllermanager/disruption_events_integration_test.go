@@ -23,6 +23,8 @@ func TestDisruptionControllerEvents(t *testing.T) {
 	}
 	c, _ := clustertest.Start(t, clustertest.Options{})
 	restCfg := rest.CopyConfig(c.AdminConfig)
+	// Standing in for the controller manager's: no warnings logged.
+	controllermanager.QuietWarnings(restCfg)
 	cs, err := kubernetes.NewForConfig(restCfg)
 	if err != nil {
 		t.Fatal(err)

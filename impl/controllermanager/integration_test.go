@@ -89,6 +89,8 @@ func TestAgainstTheAPIServer(t *testing.T) {
 	}
 	c, _ := clustertest.Start(t, clustertest.Options{})
 	restCfg := rest.CopyConfig(c.AdminConfig)
+	// Standing in for the controller manager's: no warnings logged.
+	controllermanager.QuietWarnings(restCfg)
 	restCfg.QPS, restCfg.Burst = 1000, 2000 // the default 5 QPS would dominate every wait
 	cs, err := kubernetes.NewForConfig(restCfg)
 	if err != nil {

@@ -32,6 +32,8 @@ func TestNodeLifecycleAgainstTheAPIServer(t *testing.T) {
 	}
 	c, _ := clustertest.Start(t, clustertest.Options{})
 	restCfg := rest.CopyConfig(c.AdminConfig)
+	// Standing in for the controller manager's: no warnings logged.
+	controllermanager.QuietWarnings(restCfg)
 	restCfg.QPS, restCfg.Burst = 1000, 2000
 	cs, err := kubernetes.NewForConfig(restCfg)
 	if err != nil {

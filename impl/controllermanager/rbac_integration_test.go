@@ -34,6 +34,11 @@ import (
 func rbacClients(t *testing.T) (admin, controllerManager *kubernetes.Clientset, cmCfg *rest.Config) {
 	t.Helper()
 	adminCfg, cmCfg := rbacServer(t)
+	// Neither logs the API server's warnings (v1 Endpoints' deprecation):
+	// the controller manager's as kube-controller-manager's, the admin's
+	// as the tests read Endpoints on purpose.
+	controllermanager.QuietWarnings(cmCfg)
+	adminCfg.WarningHandler = rest.NoWarnings{}
 	admin, err := kubernetes.NewForConfig(adminCfg)
 	if err != nil {
 		t.Fatal(err)
