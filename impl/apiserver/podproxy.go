@@ -1,7 +1,6 @@
 package apiserver
 
 import (
-	"bufio"
 	"context"
 	"crypto/tls"
 	"fmt"
@@ -24,6 +23,7 @@ import (
 
 	"github.com/kubeproof/kubeproof/impl/apiserver/endpoints"
 	"github.com/kubeproof/kubeproof/impl/apiserver/request"
+	"github.com/kubeproof/kubeproof/impl/kubelet/server/apiproxy"
 	"github.com/kubeproof/kubeproof/impl/storage"
 )
 
@@ -194,22 +194,9 @@ func (s *Server) serveProxySubresource(w http.ResponseWriter, r *http.Request, i
 	}
 	loc.Path = utilnet.JoinPreservingTrailingSlash(loc.Path, proxySubpath(info, r))
 	h := proxy.NewUpgradeAwareHandler(loc, s.proxyTransport, true, false, proxyResponder{s: s})
-	h.ServeHTTP(proxyWriter{w}, r)
+	h.ServeHTTP(apiproxy.Hijackable{ResponseWriter: w}, r)
 	return true
 }
-
-// proxyWriter exposes the Hijacker and Flusher of the ResponseWriter the
-// server's filters wrap (they implement Unwrap), which the upgrade-aware
-// proxy needs for upgrades and streamed answers.
-type proxyWriter struct{ http.ResponseWriter }
-
-func (p proxyWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
-	return http.NewResponseController(p.ResponseWriter).Hijack()
-}
-
-func (p proxyWriter) Flush() { _ = http.NewResponseController(p.ResponseWriter).Flush() }
-
-func (p proxyWriter) Unwrap() http.ResponseWriter { return p.ResponseWriter }
 
 // podProxyURL reads the pod id names and returns its proxy location.
 func (s *Server) podProxyURL(ctx context.Context, namespace, id string) (*url.URL, error) {

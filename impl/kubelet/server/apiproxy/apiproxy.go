@@ -413,28 +413,30 @@ func (p *Proxy) NodeProxy(w http.ResponseWriter, r *http.Request, name, path str
 	}
 	h := proxy.NewUpgradeAwareHandler(u, p.transport, false, false, responder{w: w, gr: nodesRes, name: name})
 	h.UseLocationHost = true
-	h.ServeHTTP(hijackable{w}, r)
+	h.ServeHTTP(Hijackable{w}, r)
 	return nil
 }
 
 func (p *Proxy) upgrade(w http.ResponseWriter, r *http.Request, u *url.URL, gr schema.GroupResource, name string) error {
 	h := proxy.NewUpgradeAwareHandler(u, p.transport, false, true, responder{w: w, gr: gr, name: name})
 	h.UseLocationHost = true
-	h.ServeHTTP(hijackable{w}, r)
+	h.ServeHTTP(Hijackable{w}, r)
 	return nil
 }
 
-// hijackable exposes the Hijacker of a wrapped ResponseWriter (the API
-// server's filters wrap it and implement Unwrap).
-type hijackable struct{ http.ResponseWriter }
+// Hijackable exposes the Hijacker and Flusher of a wrapped ResponseWriter
+// (the API server's filters wrap it and implement Unwrap), which the
+// upgrade-aware proxy needs for upgrades and streamed answers. The API
+// server's pods/proxy and services/proxy use it too.
+type Hijackable struct{ http.ResponseWriter }
 
-func (h hijackable) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+func (h Hijackable) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	return http.NewResponseController(h.ResponseWriter).Hijack()
 }
 
-func (h hijackable) Flush() { _ = http.NewResponseController(h.ResponseWriter).Flush() }
+func (h Hijackable) Flush() { _ = http.NewResponseController(h.ResponseWriter).Flush() }
 
-func (h hijackable) Unwrap() http.ResponseWriter { return h.ResponseWriter }
+func (h Hijackable) Unwrap() http.ResponseWriter { return h.ResponseWriter }
 
 // responder writes proxy failures (kubelet unreachable, no upgrade) as a
 // Status.

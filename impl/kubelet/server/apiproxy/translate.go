@@ -55,7 +55,7 @@ func (p *Proxy) translate(w http.ResponseWriter, r *http.Request, u *url.URL, op
 	if err != nil {
 		return fmt.Errorf("connecting to the kubelet: %w", err)
 	}
-	server.ServeStreams(hijackable{w}, r, opts, cmd, translateCreationTimeout,
+	server.ServeStreams(Hijackable{w}, r, opts, cmd, translateCreationTimeout,
 		func(ctx context.Context, stdin io.Reader, stdout, stderr io.WriteCloser, resize <-chan remotecommand.TerminalSize) error {
 			// A failed write to the client means it went away: end the
 			// kubelet's session too (an abandoned attach would otherwise
