@@ -218,7 +218,9 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request, info *request.In
 	if len(info.Parts) > 3 {
 		return notFoundPath()
 	}
-	if !h.res.Namespaced && info.Namespace != "" && !h.isNamespace {
+	if !h.res.Namespaced && info.UnderNamespace {
+		// Namespaces included: /namespaces/a/namespaces/b is not
+		// namespace b's path.
 		return notFoundPath()
 	}
 	if h.res.Namespaced && info.Namespace == "" && info.Name != "" {

@@ -38,6 +38,13 @@ type Info struct {
 	Name        string
 	// Parts are the path segments after the version (and namespace).
 	Parts []string
+	// UnderNamespace reports that the resource is addressed under
+	// /namespaces/<ns>/ (its Parts follow the namespace's segments). A
+	// namespace's own path (/namespaces/<name>[/status|/finalize]) has
+	// its name as Namespace too, as in kube-apiserver, but is not under
+	// one: only this tells /namespaces/a apart from
+	// /namespaces/a/namespaces/a, a path no route serves.
+	UnderNamespace bool
 	// SelectedName is the name a list's or watch's field selector
 	// requires (metadata.name=<name>), when its list options decode and
 	// the name could be a path segment: kube-apiserver's request-info
@@ -127,6 +134,7 @@ func parseInto(info *Info, r *http.Request, segBuf []string) {
 		info.Namespace = rest[1]
 		if len(rest) > 2 && rest[2] != "status" && rest[2] != "finalize" {
 			rest = rest[2:]
+			info.UnderNamespace = true
 		}
 	}
 	info.Parts = rest
