@@ -120,6 +120,12 @@ func (s *Server) serveKubeletSubresource(w http.ResponseWriter, r *http.Request,
 	if s.kubeletProxy == nil || gv != corev1.SchemeGroupVersion || len(info.Parts) < 3 {
 		return false
 	}
+	if info.Resource == "pods" && !info.UnderNamespace {
+		// kube-apiserver routes a pod's log, exec, attach and
+		// portforward only under its namespace: the pods handler answers
+		// its router's 404.
+		return false
+	}
 	gr := schema.GroupResource{Resource: info.Resource + "/" + info.Subresource}
 	// The connect subresources (not log, a get) are long-running requests
 	// in the metrics while they are open, as kube-apiserver's.

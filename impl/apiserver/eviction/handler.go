@@ -66,7 +66,10 @@ func NewHandler(codecs *codec.Codecs, stores Stores, pods *endpoints.Handler, ma
 // Serve serves the request if it addresses pods/<name>/eviction, and
 // reports whether it did.
 func (h *Handler) Serve(w http.ResponseWriter, r *http.Request, gv schema.GroupVersion, info *request.Info) bool {
-	if h == nil || gv != corev1.SchemeGroupVersion || info.Resource != "pods" || info.Subresource != "eviction" || len(info.Parts) != 3 {
+	// Outside a namespace kube-apiserver has no route for a pod's
+	// subresources: the pods handler answers its router's 404.
+	if h == nil || gv != corev1.SchemeGroupVersion || info.Resource != "pods" || info.Subresource != "eviction" || len(info.Parts) != 3 ||
+		!info.UnderNamespace {
 		return false
 	}
 	if info.Verb != "create" {
