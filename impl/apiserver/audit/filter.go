@@ -68,13 +68,17 @@ func WithAudit(next http.Handler, cfg Config) http.Handler {
 			info = request.Parse(r)
 		}
 		user := request.UserFrom(r.Context())
-		d := cfg.Policy.Evaluate(user, info)
+		// As kube-apiserver's, the policy's resourceNames and the
+		// objectRef read the request's name as its request info has it:
+		// a list or watch by a metadata.name field selector is named by it.
+		named := info.Named()
+		d := cfg.Policy.Evaluate(user, named)
 		cfg.Metrics.policyLevel(d.Level)
 		if d.Level == LevelNone {
 			next.ServeHTTP(w, r)
 			return
 		}
-		rec := &recorder{cfg: cfg, decision: d, ev: newEvent(r, id, info, user, d.Level, received)}
+		rec := &recorder{cfg: cfg, decision: d, ev: newEvent(r, id, named, user, d.Level, received)}
 		w.Header().Set(HeaderAuditID, string(rec.ev.AuditID))
 		// Only a patch records its body as sent; the other verbs record
 		// what their handler decoded (LogRequestObject, LogRequestOptions).
