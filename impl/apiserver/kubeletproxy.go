@@ -143,10 +143,16 @@ func (s *Server) serveKubeletSubresource(w http.ResponseWriter, r *http.Request,
 			err = endpoints.MethodNotAllowed()
 			break
 		}
+		if err = connectDryRunRefused(r); err != nil {
+			break
+		}
 		err = s.kubeletProxy.PodExec(w, r, info.Namespace, info.Name)
 	case info.Resource == "pods" && info.Subresource == "attach" && len(info.Parts) == 3:
 		if info.Verb != "get" && info.Verb != "create" {
 			err = endpoints.MethodNotAllowed()
+			break
+		}
+		if err = connectDryRunRefused(r); err != nil {
 			break
 		}
 		err = s.kubeletProxy.PodAttach(w, r, info.Namespace, info.Name)
@@ -155,8 +161,14 @@ func (s *Server) serveKubeletSubresource(w http.ResponseWriter, r *http.Request,
 			err = endpoints.MethodNotAllowed()
 			break
 		}
+		if err = connectDryRunRefused(r); err != nil {
+			break
+		}
 		err = s.kubeletProxy.PodPortForward(w, r, info.Namespace, info.Name)
 	case info.Resource == "nodes" && info.Subresource == "proxy" && info.Namespace == "":
+		if err = connectDryRunRefused(r); err != nil {
+			break
+		}
 		err = s.kubeletProxy.NodeProxy(w, r, info.Name, strings.Join(info.Parts[3:], "/"))
 	default:
 		return false

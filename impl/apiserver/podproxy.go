@@ -162,6 +162,19 @@ func proxySubpath(info *request.Info, r *http.Request) string {
 	return p
 }
 
+// connectDryRunRefused is the 400 kube-apiserver's connect handler
+// answers, before anything else, to a connect request (pods/proxy,
+// services/proxy, nodes/proxy, pods/exec, pods/attach, pods/portforward)
+// naming dryRun with any value, even empty: a connection cannot be a dry
+// run. It is nil for any other request. pods/log is a get, not a connect,
+// and is not refused.
+func connectDryRunRefused(r *http.Request) error {
+	if _, dry := request.Query(r)["dryRun"]; dry {
+		return apierrors.NewBadRequest("dryRun is not supported")
+	}
+	return nil
+}
+
 // serveProxySubresource serves pods/proxy and services/proxy requests and
 // reports whether r was one.
 func (s *Server) serveProxySubresource(w http.ResponseWriter, r *http.Request, info *request.Info) bool {
@@ -173,11 +186,8 @@ func (s *Server) serveProxySubresource(w http.ResponseWriter, r *http.Request, i
 		endpoints.WriteError(w, r, s.codecs, endpoints.MethodNotAllowed(), gr, info.Name)
 		return true
 	}
-	// As kube-apiserver's connect handler, a request naming dryRun (with
-	// any value) is refused before the pod or Service is looked up: a
-	// proxied request cannot be a dry run.
-	if _, dry := request.Query(r)["dryRun"]; dry {
-		endpoints.WriteError(w, r, s.codecs, apierrors.NewBadRequest("dryRun is not supported"), gr, info.Name)
+	if err := connectDryRunRefused(r); err != nil {
+		endpoints.WriteError(w, r, s.codecs, err, gr, info.Name)
 		return true
 	}
 	defer s.requestMetrics.ConnectStarted(r, info)()
