@@ -129,11 +129,19 @@ func (h *Handler) now() time.Time {
 	return time.Now()
 }
 
-// ServeHTTP dispatches on the request's verb and subresource.
+// ServeHTTP routes the request (route), then serves it.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	info := request.InfoFrom(r.Context())
 	if info == nil {
 		info = request.Parse(r)
+	}
+	serve, err := h.route(info)
+	if err != nil {
+		// kube-apiserver's router answers a path or method none of the
+		// resource's routes serves: no route handler runs, so neither the
+		// kind's deprecation warning nor its audit annotations are added.
+		WriteStatusError(w, r, h.opts.Codecs, ToStatusError(err, storageVerb(info.Verb), h.gr, info.Name))
+		return
 	}
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		w, r = collectWarnings(w, r)
@@ -143,18 +151,10 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	} else if h.deprecationHeader != "" {
 		w.Header().Add("Warning", h.deprecationHeader)
 	}
-	err := h.serve(w, r, info)
-	routed := err == nil || !isRouterAnswer(err)
-	if err != nil {
-		if h.deprecation != "" && !routed {
-			// kube-apiserver's router answers a path or method none of
-			// the resource's routes serves, so no route handler ran to
-			// add the kind's warning.
-			h.withdrawDeprecation(w)
-		}
+	if err := serve(w, r, info); err != nil {
 		WriteStatusError(w, r, h.opts.Codecs, ToStatusError(err, storageVerb(info.Verb), h.gr, info.Name))
 	}
-	if h.deprecation != "" && routed {
+	if h.deprecation != "" {
 		// As kube-apiserver's route instrumentation marks a served
 		// request to a deprecated kind once its handler is done.
 		audit.AddAnnotation(r.Context(), auditDeprecatedKey, "true")
@@ -170,62 +170,28 @@ func (h *Handler) Deprecated() (removedRelease string, deprecated bool) {
 	return h.removedRelease, h.deprecation != ""
 }
 
-// isRouterAnswer reports whether err is one of the answers of
-// kube-apiserver's router rather than of a route's handler: notFoundPath's
-// 404 or MethodNotAllowed's 405.
-func isRouterAnswer(err error) bool {
-	var se *apierrors.StatusError
-	if !errors.As(err, &se) {
-		return false
-	}
-	st := se.ErrStatus
-	switch st.Code {
-	case http.StatusMethodNotAllowed:
-		return true
-	case http.StatusNotFound:
-		d := st.Details
-		return st.Message == notFoundPathMessage && d != nil && d.Name == "" && d.Kind == "" && d.Group == "" && len(d.Causes) == 0
-	}
-	return false
-}
+// serveFunc serves a request route chose.
+type serveFunc func(w http.ResponseWriter, r *http.Request, info *request.Info) error
 
-// withdrawDeprecation takes back the kind's deprecation warning ServeHTTP
-// added before serving: from a write's collected warnings, or from a
-// read's Warning headers, the others kept in order.
-func (h *Handler) withdrawDeprecation(w http.ResponseWriter) {
-	if ww, ok := w.(*warningWriter); ok {
-		ww.warnings.Remove(h.deprecation)
-		return
-	}
-	hdr := w.Header()
-	vals := hdr.Values("Warning")
-	kept := make([]string, 0, len(vals))
-	for _, v := range vals {
-		if v != h.deprecationHeader {
-			kept = append(kept, v)
-		}
-	}
-	hdr.Del("Warning")
-	for _, v := range kept {
-		hdr.Add("Warning", v)
-	}
-}
-
-func (h *Handler) serve(w http.ResponseWriter, r *http.Request, info *request.Info) error {
+// route is kube-apiserver's router for this resource: it returns the
+// handler of the route that serves info, or the router's own answer when
+// none does (notFoundPath's 404, MethodNotAllowed's 405). Pure: nothing is
+// read or written before a route is chosen.
+func (h *Handler) route(info *request.Info) (serveFunc, error) {
 	// Paths kube-apiserver has no route for (segments past a
 	// subresource, a cluster-scoped resource under a namespace, a
 	// namespaced object outside one) get its router's 404.
 	if len(info.Parts) > 3 {
-		return notFoundPath()
+		return nil, notFoundPath()
 	}
 	if !h.res.Namespaced && info.UnderNamespace {
 		// Namespaces included: /namespaces/a/namespaces/b is not
 		// namespace b's path.
-		return notFoundPath()
+		return nil, notFoundPath()
 	}
 	if h.res.Namespaced && info.Namespace == "" && info.Name != "" {
 		// namespaced objects are addressed under /namespaces/<ns>/.
-		return notFoundPath()
+		return nil, notFoundPath()
 	}
 	if info.Name == "" && info.Subresource == "" {
 		// A collection's routes are list/watch, create and
@@ -234,64 +200,64 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request, info *request.In
 		// objects included).
 		switch info.Verb {
 		case "update", "patch":
-			return MethodNotAllowed()
+			return nil, MethodNotAllowed()
 		case "create", "deletecollection":
 			if h.res.Namespaced && info.Namespace == "" {
-				return MethodNotAllowed()
+				return nil, MethodNotAllowed()
 			}
 		}
 	}
 	switch info.Subresource {
 	case "":
-		return h.serveMain(w, r, info)
+		return h.routeMain(info)
 	case "status":
 		if h.res.Status == nil {
-			return notFoundPath()
+			return nil, notFoundPath()
 		}
-		return h.serveSubresource(w, r, info, modeStatus)
+		return h.routeSubresource(info, modeStatus)
 	case "approval":
 		if h.res.Approval == nil {
-			return notFoundPath()
+			return nil, notFoundPath()
 		}
 		// Served as a status-like subresource with the approval strategy.
 		ah := *h
 		res := *h.res
 		res.Status = res.Approval
 		ah.res = &res
-		return ah.serveSubresource(w, r, info, modeStatus)
+		return ah.routeSubresource(info, modeStatus)
 	case "ephemeralcontainers":
 		if h.res.EphemeralContainers == nil {
-			return notFoundPath()
+			return nil, notFoundPath()
 		}
-		return h.serveSubresource(w, r, info, modeEphemeralContainers)
+		return h.routeSubresource(info, modeEphemeralContainers)
 	case "resize":
 		if h.res.Resize == nil {
-			return notFoundPath()
+			return nil, notFoundPath()
 		}
-		return h.serveSubresource(w, r, info, modeResize)
+		return h.routeSubresource(info, modeResize)
 	case "scale":
 		if h.res.Scale == nil {
-			return notFoundPath()
+			return nil, notFoundPath()
 		}
-		return h.serveSubresource(w, r, info, modeScale)
+		return h.routeSubresource(info, modeScale)
 	case "binding":
 		if !h.isPod {
-			return notFoundPath()
+			return nil, notFoundPath()
 		}
 		if info.Verb != "create" {
-			return MethodNotAllowed()
+			return nil, MethodNotAllowed()
 		}
-		return h.bind(w, r, info)
+		return h.bind, nil
 	case "finalize":
 		if !h.isNamespace {
-			return notFoundPath()
+			return nil, notFoundPath()
 		}
 		if info.Verb != "update" {
-			return MethodNotAllowed()
+			return nil, MethodNotAllowed()
 		}
-		return h.serveSubresource(w, r, info, modeFinalize)
+		return h.routeSubresource(info, modeFinalize)
 	}
-	return notFoundPath()
+	return nil, notFoundPath()
 }
 
 // notFoundPathMessage is the message of kube-apiserver's router's 404.
@@ -314,50 +280,53 @@ func (h *Handler) hasVerb(v string) bool {
 	return false
 }
 
-func (h *Handler) serveMain(w http.ResponseWriter, r *http.Request, info *request.Info) error {
+func (h *Handler) routeMain(info *request.Info) (serveFunc, error) {
 	if !h.hasVerb(info.Verb) {
-		return MethodNotAllowed()
+		return nil, MethodNotAllowed()
 	}
 	switch info.Verb {
 	case "get":
-		return h.get(w, r, info)
+		return h.get, nil
 	case "list":
-		return h.list(w, r, info)
+		return h.list, nil
 	case "watch":
-		return h.watch(w, r, info)
+		return h.watch, nil
 	case "create":
 		if info.Name != "" {
-			return MethodNotAllowed()
+			return nil, MethodNotAllowed()
 		}
-		return h.create(w, r, info)
+		return h.create, nil
 	case "update":
-		return h.update(w, r, info, modeMain)
+		return withMode(h.update, modeMain), nil
 	case "patch":
-		return h.patch(w, r, info, modeMain)
+		return withMode(h.patch, modeMain), nil
 	case "delete":
-		return h.delete(w, r, info)
+		return h.delete, nil
 	case "deletecollection":
-		return h.deleteCollection(w, r, info)
+		return h.deleteCollection, nil
 	}
-	return MethodNotAllowed()
+	return nil, MethodNotAllowed()
 }
 
-func (h *Handler) serveSubresource(w http.ResponseWriter, r *http.Request, info *request.Info, m mode) error {
+func (h *Handler) routeSubresource(info *request.Info, m mode) (serveFunc, error) {
 	switch info.Verb {
 	case "get":
-		if m == modeFinalize {
-			break
+		if m != modeFinalize {
+			return withMode(h.getSubresource, m), nil
 		}
-		return h.getSubresource(w, r, info, m)
 	case "update":
-		return h.update(w, r, info, m)
+		return withMode(h.update, m), nil
 	case "patch":
-		if m == modeFinalize {
-			break
+		if m != modeFinalize {
+			return withMode(h.patch, m), nil
 		}
-		return h.patch(w, r, info, m)
 	}
-	return MethodNotAllowed()
+	return nil, MethodNotAllowed()
+}
+
+// withMode is serve for one subresource mode m.
+func withMode(serve func(http.ResponseWriter, *http.Request, *request.Info, mode) error, m mode) serveFunc {
+	return func(w http.ResponseWriter, r *http.Request, info *request.Info) error { return serve(w, r, info, m) }
 }
 
 // objectKey is the storage key of one object; names that cannot be a path

@@ -2,7 +2,6 @@ package request
 
 import (
 	"context"
-	"slices"
 	"sync"
 )
 
@@ -60,18 +59,6 @@ func AddWarning(ctx context.Context, msg string) {
 		}
 	}
 	w.msgs = append(w.msgs, msg)
-}
-
-// Remove takes msg back from the warnings recorded so far, if it is
-// among them (a warning added ahead of an outcome that turns out not to
-// carry it).
-func (w *Warnings) Remove(msg string) {
-	if w == nil {
-		return
-	}
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.msgs = slices.DeleteFunc(w.msgs, func(m string) bool { return m == msg })
 }
 
 // List returns the warnings recorded so far, in order.
