@@ -242,8 +242,9 @@ func (rr *repairRange) apply(ctx context.Context, holders []holder) (repairPlan,
 	return plan, nil
 }
 
-// Repairer checks the allocation records against the services every
-// interval and repairs them, as kube-apiserver's ClusterIP and NodePort
+// Repairer checks the allocation records against the services, one pass
+// per RunOnce (the API server's loop calls it every interval), and
+// repairs them, as kube-apiserver's ClusterIP and NodePort
 // repair controllers do: values services hold but the records lack are
 // recorded, values no service holds for leakRuns passes are released (a
 // create or delete an ambiguous etcd failure cut between its allocation
@@ -255,8 +256,8 @@ type Repairer struct {
 	prefix string
 	report func(Finding)
 	// ipLeaks (one per ClusterIP range, as s.ips) and portLeaks carry
-	// the leak counts between passes; only the loop's goroutine touches
-	// them.
+	// the leak counts between passes; only the goroutine calling
+	// RunOnce touches them.
 	ipLeaks   []map[int]int
 	portLeaks map[int]int
 }
@@ -272,22 +273,6 @@ func NewRepairer(s *ServiceStorage, prefix string, report func(Finding)) *Repair
 		ipLeaks[i] = map[int]int{}
 	}
 	return &Repairer{s: s, prefix: prefix, report: report, ipLeaks: ipLeaks, portLeaks: map[int]int{}}
-}
-
-// Run repairs every interval until ctx ends, the first pass at once.
-func (rp *Repairer) Run(ctx context.Context, interval time.Duration) {
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	for {
-		if err := rp.RunOnce(ctx); err != nil && ctx.Err() == nil {
-			rp.s.log.Warn("repairing service allocations", "err", err)
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-	}
 }
 
 // RunOnce makes one repair pass, retried a few times when a record

@@ -5,7 +5,6 @@ import (
 	"net/netip"
 	"slices"
 	"testing"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -100,44 +99,6 @@ func TestRepairerRebuildsTheRecords(t *testing.T) {
 	// The repaired records refuse a's values to a new service.
 	if err := e.s.Create(ctx, "/services/default/b", svc("b", corev1.ServiceTypeNodePort, a.Spec.ClusterIP), &corev1.Service{}); err == nil {
 		t.Fatal("a's repaired address was handed out again")
-	}
-}
-
-// TestRepairerRunStops: Run repairs every interval (three passes release
-// a leaked address) and returns when its context ends.
-func TestRepairerRunStops(t *testing.T) {
-	e := newServiceEnv(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	leaked, err := e.s.IPs().AllocateNext(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rp := ipallocator.NewRepairer(e.s, "/services", nil)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		rp.Run(ctx, 10*time.Millisecond)
-	}()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		has, err := e.s.IPs().Has(ctx, leaked)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !has {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the leaked address was not released")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	cancel()
-	select {
-	case <-done:
-	case <-time.After(10 * time.Second):
-		t.Fatal("Run did not return after its context ended")
 	}
 }
 
