@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -14,7 +13,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"k8s.io/apimachinery/pkg/version"
 	"k8s.io/klog/v2"
 
 	"github.com/kubeproof/kubeproof/impl/apiserver/request"
@@ -313,19 +311,7 @@ func runHealthChecks(ctx context.Context, checks []healthCheck, exclude []string
 
 // serveVersion serves /version.
 func (s *Server) serveVersion(w http.ResponseWriter, r *http.Request) {
-	gv := s.cfg.GitVersion
-	major, minor := "1", ""
-	if v := strings.TrimPrefix(gv, "v"); v != gv {
-		f := strings.SplitN(v, ".", 3)
-		if len(f) >= 2 {
-			major, minor = f[0], f[1]
-		}
-	}
-	info := version.Info{
-		Major: major, Minor: minor, GitVersion: gv, GitCommit: "unknown", GitTreeState: "clean",
-		BuildDate: "1970-01-01T00:00:00Z", GoVersion: runtime.Version(), Compiler: runtime.Compiler,
-		Platform: runtime.GOOS + "/" + runtime.GOARCH,
-	}
+	info := versionInfo(s.cfg.GitVersion)
 	data, _ := json.MarshalIndent(info, "", "  ")
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(http.StatusOK)

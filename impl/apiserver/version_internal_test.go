@@ -1,0 +1,34 @@
+package apiserver
+
+import (
+	"testing"
+)
+
+// TestVersionInfo: /version reports the binary's major and minor and, as
+// kube-apiserver since 1.33, the emulation version (the binary's) and the
+// minimum compatibility version (one minor below), all from GitVersion.
+func TestVersionInfo(t *testing.T) {
+	for _, tc := range []struct {
+		gitVersion                                     string
+		major, minor, emuMajor, emuMinor, minCompMajor string
+		minCompMinor                                   string
+	}{
+		{"v1.37.2-kubeproof", "1", "37", "1", "37", "1", "36"},
+		{"v1.36.0", "1", "36", "1", "36", "1", "35"},
+		{"v2.0.1", "2", "0", "2", "0", "", ""},
+		{"1.37.2", "1", "37", "1", "37", "1", "36"},
+		{"devel", "", "", "", "", "", ""},
+		{"v1.x.0", "", "", "", "", "", ""},
+		{"v-1.37", "", "", "", "", "", ""},
+	} {
+		got := versionInfo(tc.gitVersion)
+		want := [...]string{tc.major, tc.minor, tc.emuMajor, tc.emuMinor, tc.minCompMajor, tc.minCompMinor}
+		have := [...]string{got.Major, got.Minor, got.EmulationMajor, got.EmulationMinor, got.MinCompatibilityMajor, got.MinCompatibilityMinor}
+		if have != want || got.GitVersion != tc.gitVersion {
+			t.Errorf("versionInfo(%q) = %q (gitVersion %q), want %q", tc.gitVersion, have, got.GitVersion, want)
+		}
+		if mm := majorMinor(tc.gitVersion); tc.major == "" && mm != ([2]int{}) {
+			t.Errorf("majorMinor(%q) = %v, want none", tc.gitVersion, mm)
+		}
+	}
+}
