@@ -535,6 +535,15 @@ func New(cfg Config) (*Server, error) {
 		discovered = append(discovered, v.discoveryResource())
 		m.Serve(v.gvr) // counted, as kube-apiserver counts its review resources
 	}
+	if _, ok := s.handlers[podsGVR]; ok {
+		// The legacy bindings resource, a creater only: listed, and
+		// counted, as kube-apiserver lists and counts it.
+		discovered = append(discovered, &resource.Resource{
+			GroupVersion: corev1.SchemeGroupVersion, Name: legacyBindingsGVR.Resource, SingularName: "binding",
+			Kind: "Binding", Namespaced: true, Verbs: []string{"create"},
+		})
+		m.Serve(legacyBindingsGVR)
+	}
 	if s.discovery, err = discovery.New(discovered, codecs); err != nil {
 		s.Close()
 		return nil, err
@@ -935,13 +944,23 @@ func (s *Server) routeTarget(w http.ResponseWriter, r *http.Request) *endpoints.
 	if s.serveVirtual(w, r, gv, info) {
 		return nil
 	}
-	h, ok := s.handlers[gv.WithResource(info.Resource)]
+	gvr := gv.WithResource(info.Resource)
+	if gvr == legacyBindingsGVR {
+		// Served by pods' handler, as kube-apiserver serves it with
+		// pods/binding's storage.
+		gvr = podsGVR
+	}
+	h, ok := s.handlers[gvr]
 	if !ok {
 		s.notFound(w, r)
 		return nil
 	}
 	return h
 }
+
+// legacyBindingsGVR is core/v1 bindings, kube-apiserver's older route to
+// pods/binding: a Binding created in the pod's namespace, naming the pod.
+var legacyBindingsGVR = corev1.SchemeGroupVersion.WithResource("bindings")
 
 // leadingSegments splits path at "/" into at most len(buf) parts, the last
 // holding the rest, as strings.SplitN(path, "/", len(buf)) does without

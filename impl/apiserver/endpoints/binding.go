@@ -1,6 +1,7 @@
 package endpoints
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"maps"
@@ -24,7 +25,9 @@ import (
 
 var bindingGR = schema.GroupResource{Resource: "pods/binding"}
 
-// bind serves POST pods/<name>/binding: it sets spec.nodeName of an
+// bind serves POST pods/<name>/binding and the legacy POST
+// namespaces/<ns>/bindings (isLegacyBindings), which kube-apiserver serves
+// with the same storage: it sets spec.nodeName of an
 // unbound pod with a compare-and-swap (STORE-3), clears its
 // status.nominatedNodeName, adds the Binding's annotations and labels
 // (after admission: PodTopologyLabels adds the node's zone and region) and
@@ -48,7 +51,15 @@ func (h *Handler) bind(w http.ResponseWriter, r *http.Request, info *request.Inf
 	if b.Namespace != info.Namespace {
 		return apierrors.NewBadRequest("the namespace of the provided object does not match the namespace sent on the request")
 	}
-	if b.Name != info.Name {
+	legacy := isLegacyBindings(info)
+	name := info.Name
+	if legacy {
+		// A create on a collection: the pod is the one the Binding names,
+		// as kube-apiserver's create handler takes an unnamed request's
+		// name from its object.
+		name = b.Name
+	}
+	if b.Name != name {
 		return apierrors.NewBadRequest("name in URL does not match name in Binding object")
 	}
 	var errs field.ErrorList
@@ -62,13 +73,13 @@ func (h *Handler) bind(w http.ResponseWriter, r *http.Request, info *request.Inf
 		return apierrors.NewInvalid(schema.GroupKind{Kind: "Binding"}, b.Name, errs)
 	}
 	ctx := r.Context()
-	if err := h.opts.Admission.Admit(ctx, h.adm(ctx, admission.Create, info, b.Namespace, b.Name, b, nil, wo.admission)); err != nil {
+	if err := h.opts.Admission.Admit(ctx, h.bindingAdm(ctx, info, b, wo.admission)); err != nil {
 		return err
 	}
-	if err := h.opts.Admission.Validate(ctx, h.adm(ctx, admission.Create, info, b.Namespace, b.Name, b, nil, wo.admission)); err != nil {
+	if err := h.opts.Admission.Validate(ctx, h.bindingAdm(ctx, info, b, wo.admission)); err != nil {
 		return err
 	}
-	key, err := h.objectKey(info.Namespace, info.Name)
+	key, err := h.objectKey(info.Namespace, name)
 	if err != nil {
 		return err
 	}
@@ -145,15 +156,55 @@ func (h *Handler) bind(w http.ResponseWriter, r *http.Request, info *request.Inf
 	} else if err := h.store.GuaranteedUpdate(ctx, key, h.res.New(), false, pre, assign); err != nil {
 		var se *apierrors.StatusError
 		if errors.As(err, &se) || storage.CodeOf(err) == storage.ErrCodeKeyNotFound {
-			return ToStatusError(err, VerbUpdate, h.gr, info.Name)
+			return ToStatusError(err, VerbUpdate, h.gr, name)
 		}
-		return apierrors.NewConflict(bindingGR, info.Name, err)
+		return apierrors.NewConflict(bindingGR, name, err)
 	}
 	writeRaw(w, target, http.StatusCreated, &metav1.Status{
 		TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"},
 		Status:   metav1.StatusSuccess, Code: http.StatusCreated,
 	})
 	return nil
+}
+
+// legacyBindingsGVR is core/v1 bindings, kube-apiserver's older way to
+// bind a pod: a create of a Binding in the pod's namespace naming the pod
+// in its metadata.name.
+var legacyBindingsGVR = corev1.SchemeGroupVersion.WithResource("bindings")
+
+// isLegacyBindings reports whether info addresses the legacy bindings
+// resource rather than the pods/binding subresource.
+func isLegacyBindings(info *request.Info) bool {
+	return info.Resource == legacyBindingsGVR.Resource
+}
+
+// routeLegacyBindings is kube-apiserver's router for the legacy bindings
+// resource, a namespaced creater only: its one route is POST
+// /api/v1/namespaces/<ns>/bindings; another method there is the router's
+// 405, any other path its 404 (an object's, the cross-namespace
+// collection, the watch paths).
+func (h *Handler) routeLegacyBindings(info *request.Info) (serveFunc, error) {
+	if !h.isPod || info.Namespace == "" || !info.UnderNamespace || info.Name != "" || info.Subresource != "" {
+		return nil, notFoundPath()
+	}
+	if info.Verb != "create" {
+		if info.Verb == "watch" && isWatchPath(info) {
+			return nil, notFoundPath()
+		}
+		return nil, MethodNotAllowed()
+	}
+	return h.bind, nil
+}
+
+// bindingAdm is the admission attributes of a binding: kube-apiserver
+// admits the subresource as pods/binding and the legacy resource as
+// bindings, both of kind Binding.
+func (h *Handler) bindingAdm(ctx context.Context, info *request.Info, b *corev1.Binding, opts admission.RequestOptions) *admission.Attributes {
+	a := h.adm(ctx, admission.Create, info, b.Namespace, b.Name, b, nil, opts)
+	if isLegacyBindings(info) {
+		a.Resource, a.Kind = legacyBindingsGVR, corev1.SchemeGroupVersion.WithKind("Binding")
+	}
+	return a
 }
 
 // setPodScheduled sets condition PodScheduled=True, keeping the transition

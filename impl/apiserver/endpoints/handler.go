@@ -184,6 +184,9 @@ func (h *Handler) route(info *request.Info) (serveFunc, error) {
 	if len(info.Parts) > 3 {
 		return nil, notFoundPath()
 	}
+	if h.isPod && isLegacyBindings(info) {
+		return h.routeLegacyBindings(info)
+	}
 	if !h.res.Namespaced && info.UnderNamespace {
 		// Namespaces included: /namespaces/a/namespaces/b is not
 		// namespace b's path.
@@ -258,6 +261,16 @@ func (h *Handler) route(info *request.Info) (serveFunc, error) {
 		return h.routeSubresource(info, modeFinalize)
 	}
 	return nil, notFoundPath()
+}
+
+// isWatchPath reports whether info's path is one of the deprecated watch
+// paths (/api/v1/watch/…, /apis/<group>/<version>/watch/…).
+func isWatchPath(info *request.Info) bool {
+	prefix := "/" + info.APIPrefix + "/"
+	if info.APIGroup != "" {
+		prefix += info.APIGroup + "/"
+	}
+	return strings.HasPrefix(info.Path, prefix+info.APIVersion+"/watch/")
 }
 
 // notFoundPathMessage is the message of kube-apiserver's router's 404.

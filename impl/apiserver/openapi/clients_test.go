@@ -382,4 +382,18 @@ func TestCoreOperations(t *testing.T) {
 	if got := mustJSON(t, binding["x-kubernetes-group-version-kind"]); got != `{"group":"","kind":"Binding","version":"v1"}` {
 		t.Errorf("binding gvk %s", got)
 	}
+	// The legacy bindings resource: a namespaced create only, as
+	// kube-apiserver documents it.
+	legacy, ok := paths["/api/v1/namespaces/{namespace}/bindings"].(map[string]any)
+	if !ok || len(legacy) != 2 || legacy["post"] == nil {
+		t.Fatalf("/api/v1/namespaces/{namespace}/bindings: %s, want parameters and post only", mustJSON(t, legacy))
+	}
+	post := legacy["post"].(map[string]any)
+	if post["operationId"] != "createCoreV1NamespacedBinding" || post["description"] != "create a Binding" ||
+		mustJSON(t, post["x-kubernetes-group-version-kind"]) != `{"group":"","kind":"Binding","version":"v1"}` {
+		t.Errorf("bindings post: %s", mustJSON(t, post))
+	}
+	if _, ok := paths["/api/v1/bindings"]; ok {
+		t.Error("/api/v1/bindings advertised")
+	}
 }

@@ -346,6 +346,14 @@ func (r servedResource) pathItems() []pathItem {
 		o.parameters, o.body, o.consumes = writeParameters, typeBinding, anyMediaType
 		o.responses = []response{{200, "OK", typeBinding}, {201, "Created", typeBinding}, {202, "Accepted", typeBinding}}
 		items = append(items, pathItem{path: item + "/binding", parameters: append(slices.Clone(itemParams), paramPretty), operations: []operation{o}})
+		// The legacy bindings resource, served with it: a create of a
+		// Binding in the pod's namespace (createCoreV1NamespacedBinding).
+		o = op("post", "create", "", "post", "create a Binding")
+		o.id = "create" + opPrefix + scoped + "Binding"
+		o.gvk = gvkBinding
+		o.parameters, o.body, o.consumes = writeParameters, typeBinding, anyMediaType
+		o.responses = []response{{200, "OK", typeBinding}, {201, "Created", typeBinding}, {202, "Accepted", typeBinding}}
+		items = append(items, pathItem{path: prefix + "/namespaces/{namespace}/bindings", parameters: []parameter{paramNamespace, paramPretty}, operations: []operation{o}})
 	}
 	return items
 }
