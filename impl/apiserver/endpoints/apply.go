@@ -200,9 +200,6 @@ func (s managedFieldsStore) Create(ctx context.Context, key string, obj, out run
 // creates it when there is none (201). Conflicts with other managers are a
 // 409 unless force.
 func (h *Handler) apply(w http.ResponseWriter, r *http.Request, info *request.Info, m mode, wo writeOptions, target codec.Target, body []byte, params managerParams) error {
-	if len(body) == 0 {
-		return apierrors.NewBadRequest("the body of the request was empty")
-	}
 	force := params.force != nil && *params.force
 	var transform transformFunc
 	if m == modeScale {

@@ -40,8 +40,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/managedfields"
+	"k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
-	"sigs.k8s.io/yaml"
 )
 
 // Config describes the objects one endpoint writes.
@@ -214,14 +214,20 @@ func (m *Manager) Update(live, obj runtime.Object, manager string) runtime.Objec
 // manager and returns the new object with its managedFields set. live is
 // an empty object (no uid) when the apply creates. A conflict with other
 // managers is a 409 listing them unless force; a malformed configuration
-// is a 400.
+// is a 400: one that is not YAML or not a map "error decoding YAML: ...",
+// one of another kind or version, or of none (an empty or null body),
+// apimachinery's "invalid object type: <gvk>". The configuration is read
+// as kube-apiserver reads it: whole numbers as int64 (exact beyond 2^53),
+// others as float64.
 func (m *Manager) Apply(live runtime.Object, patch []byte, manager string, force bool) (runtime.Object, error) {
 	applied := &unstructured.Unstructured{Object: map[string]any{}}
 	if err := yaml.Unmarshal(patch, &applied.Object); err != nil {
 		return nil, apierrors.NewBadRequest(fmt.Sprintf("error decoding YAML: %v", err))
 	}
 	if applied.Object == nil {
-		return nil, apierrors.NewBadRequest("error decoding YAML: the applied configuration is not an object")
+		// An empty or null body: an object naming no kind, which the
+		// field manager's version check refuses.
+		applied.Object = map[string]any{}
 	}
 	out, err := m.fm.Apply(live, applied, manager, force)
 	if err != nil {
@@ -229,7 +235,9 @@ func (m *Manager) Apply(live runtime.Object, patch []byte, manager string, force
 			return nil, err
 		}
 		// What is left is the configuration not fitting the kind's
-		// schema (an unknown field, a wrong type, a duplicate key).
+		// schema (an unknown field, a wrong type, a duplicate key in a
+		// keyed list): kube-apiserver answers these 500 with the same
+		// message; they are the client's mistake, a 400 here.
 		return nil, apierrors.NewBadRequest(err.Error())
 	}
 	return out, nil
