@@ -71,19 +71,28 @@ func newAPIServerCommand() *cobra.Command {
 				return fmt.Errorf("connecting to etcd %v: %w", etcdServers, err)
 			}
 			defer etcdClient.Close()
+			// Listen here rather than in the server, so that the address
+			// printed is the one serving: with --secure-port 0, the port
+			// picked.
+			bind := net.JoinHostPort(bindAddress.String(), strconv.Itoa(securePort))
+			ln, err := net.Listen("tcp", bind)
+			if err != nil {
+				return fmt.Errorf("listening on %s: %w", bind, err)
+			}
 			srv, factory, err := cluster.NewAPIServer(cluster.APIServerConfig{
 				EtcdClient: etcdClient, EtcdPrefix: etcdPrefixFlag(etcdPrefix), WatchCache: watchCache,
 				CompactionInterval: compaction, EventTTL: eventTTLFlag(eventTTL), ServingCert: &serving, ClientCA: clientCA,
 				EtcdCountMetricPollPeriod: countPollFlag(countPoll), Auth: authOpts,
-				Services:    services,
-				BindAddress: net.JoinHostPort(bindAddress.String(), strconv.Itoa(securePort)),
-				Metrics:     prometheus.NewRegistry(), Logger: logger,
+				Services: services,
+				Listener: ln,
+				Metrics:  prometheus.NewRegistry(), Logger: logger,
 			})
 			if err != nil {
+				_ = ln.Close()
 				return err
 			}
 			defer factory.Close()
-			fmt.Fprintf(cmd.OutOrStdout(), "Serving securely on %s\n", net.JoinHostPort(bindAddress.String(), strconv.Itoa(securePort)))
+			fmt.Fprintf(cmd.OutOrStdout(), "Serving securely on %s\n", ln.Addr())
 			return srv.Run(cmd.Context())
 		},
 	}
