@@ -57,6 +57,7 @@ history.html (open in a browser), operations.json, watches.json, violations.json
 summary.txt. See linearizability/README.md for how to read it.
 
 Without --namespace a fresh namespace is created and deleted afterwards.`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			logger, err := logs.logger()
 			if err != nil {
@@ -64,6 +65,9 @@ Without --namespace a fresh namespace is created and deleted afterwards.`,
 			}
 			if kubeconfig == "" {
 				return errors.New("--kubeconfig is required")
+			}
+			if err := validateCheckSize(clients, watchers, keys, duration); err != nil {
+				return err
 			}
 			cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 			if err != nil {
@@ -76,7 +80,7 @@ Without --namespace a fresh namespace is created and deleted afterwards.`,
 			}
 			rec, err := linearizability.NewRecorder(linearizability.RecordConfig{
 				Scenario: "check " + cfg.Host, Servers: []*rest.Config{cfg}, Namespace: namespace,
-				Clients: clients, Watchers: watchers, Keys: keys, Duration: duration, Seed: seed, Logger: logger,
+				Clients: clients, Watchers: recorderWatchers(watchers), Keys: keys, Duration: duration, Seed: seed, Logger: logger,
 			})
 			if err != nil {
 				return err
@@ -115,12 +119,43 @@ Without --namespace a fresh namespace is created and deleted afterwards.`,
 	fs.StringVar(&namespace, "namespace", "", "Namespace for the test ConfigMaps (default: a fresh one, deleted afterwards).")
 	fs.DurationVar(&duration, "duration", 30*time.Second, "How long to record.")
 	fs.IntVar(&clients, "clients", 8, "Concurrent clients.")
-	fs.IntVar(&watchers, "watchers", 3, "Concurrent watchers.")
+	fs.IntVar(&watchers, "watchers", 3, "Concurrent watchers (0: none, no watch stream is checked).")
 	fs.IntVar(&keys, "keys", 5, "Number of ConfigMaps operated on.")
 	fs.StringVar(&reportDir, "report", "linearizability-report", "Directory for the report.")
 	fs.BoolVar(&reportOnSuccess, "report-on-success", false, "Write the report also when every check passes.")
 	fs.Uint64Var(&seed, "seed", 0, "Seed of the operation mix (0: random).")
 	return cmd
+}
+
+// validateCheckSize refuses the sizes of a run the recorder would
+// otherwise replace by its defaults without a word (a client or key
+// count below 1) or that would record without end (a duration not
+// above 0), all of them at once.
+func validateCheckSize(clients, watchers, keys int, duration time.Duration) error {
+	var errs []error
+	if clients < 1 {
+		errs = append(errs, fmt.Errorf("--clients must be at least 1, got %d", clients))
+	}
+	if watchers < 0 {
+		errs = append(errs, fmt.Errorf("--watchers must not be negative, got %d", watchers))
+	}
+	if keys < 1 {
+		errs = append(errs, fmt.Errorf("--keys must be at least 1, got %d", keys))
+	}
+	if duration <= 0 {
+		errs = append(errs, fmt.Errorf("--duration must be positive, got %v", duration))
+	}
+	return errors.Join(errs...)
+}
+
+// recorderWatchers is RecordConfig.Watchers for --watchers: the
+// recorder reads 0 as its default and a negative count as none, the
+// flag 0 as none.
+func recorderWatchers(n int) int {
+	if n == 0 {
+		return -1
+	}
+	return n
 }
 
 // deleteNamespace removes the namespace the check created (best effort,
