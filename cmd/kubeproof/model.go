@@ -91,7 +91,7 @@ action, with the variables each step changed, and makes the command fail.`,
 	cmd.Flags().StringSliceVar(&configs, "config", nil, "configuration(s) from spec/*.cfg to check, or \"all\" (default: the standard ones)")
 	cmd.Flags().BoolVar(&symmetry, "symmetry", true, "reduce by node, pod-slot and IP symmetry and order-preserving revision renaming (false: the distinct-state count TLC reports)")
 	cmd.Flags().IntVar(&workers, "workers", 0, "parallel workers (default: GOMAXPROCS)")
-	cmd.Flags().StringVar(&mutant, "mutant", "", "run a deliberately broken variant (see `kubeproof model list`)")
+	cmd.Flags().StringVar(&mutant, "mutant", "", "run the deliberately broken variant `NAME` of the model instead of the correct one (see kubeproof model list)")
 	cmd.Flags().Int64Var(&maxStates, "max-states", 0, "give up beyond this many distinct states (0: no limit)")
 	cmd.Flags().BoolVar(&quiet, "quiet", false, "no progress lines")
 	cmd.Flags().DurationVar(&interval, "progress-interval", 5*time.Second, "time between progress lines")

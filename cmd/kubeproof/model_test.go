@@ -45,3 +45,23 @@ func TestModelList(t *testing.T) {
 		t.Fatalf("%v\n%s", err, out)
 	}
 }
+
+// TestModelCheckMutantFlagHelp: pflag reads the first back-quoted word of
+// a flag's usage as its value's name, so the help line once read
+// "--mutant kubeproof model list   run a deliberately broken variant (see
+// kubeproof model list)".
+func TestModelCheckMutantFlagHelp(t *testing.T) {
+	out, err := runModel(t, "check", "--help")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	for _, line := range strings.Split(out, "\n") {
+		if f := strings.Fields(line); len(f) > 1 && f[0] == "--mutant" {
+			if f[1] != "NAME" || !strings.Contains(line, "(see kubeproof model list)") {
+				t.Errorf("help line %q, want --mutant NAME and a pointer to kubeproof model list", line)
+			}
+			return
+		}
+	}
+	t.Fatalf("no --mutant line:\n%s", out)
+}
