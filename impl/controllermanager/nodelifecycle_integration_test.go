@@ -2,6 +2,7 @@ package controllermanager_test
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -179,5 +180,167 @@ func TestNodeLifecycleAgainstTheAPIServer(t *testing.T) {
 	}
 	if !marked {
 		t.Fatalf("evicted pod's conditions %+v, want DisruptionTarget=True DeletionByTaintManager", p.Status.Conditions)
+	}
+}
+
+// TestNodeLifecycleMarksPodsOnlyWhenItTurnsReadyUnknown drives the node
+// lifecycle controller with a fake clock against kubeproof's API server:
+// node down's kubelet reported Ready=True and node sick's Ready=False, then
+// both went silent; node up keeps renewing its Lease. As upstream's
+// monitorNodeHealth, the controller records NodeNotReady for down (once)
+// and marks its Ready pod not Ready with a Warning NodeNotReady, when it
+// turns down's Ready from True to Unknown; sick's Ready pod keeps Ready
+// and sick gets no NodeNotReady, neither while its kubelet reports False
+// nor when the controller turns it Unknown.
+func TestNodeLifecycleMarksPodsOnlyWhenItTurnsReadyUnknown(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts an API server")
+	}
+	c, _ := clustertest.Start(t, clustertest.Options{})
+	restCfg := rest.CopyConfig(c.AdminConfig)
+	controllermanager.QuietWarnings(restCfg)
+	restCfg.QPS, restCfg.Burst = 1000, 2000
+	cs, err := kubernetes.NewForConfig(restCfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	start := time.Now()
+	clk := clocktesting.NewFakeClock(start)
+
+	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: corev1.NamespaceNodeLease}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	ready := map[string]corev1.ConditionStatus{"up": corev1.ConditionTrue, "down": corev1.ConditionTrue, "sick": corev1.ConditionFalse}
+	for name, status := range ready {
+		now := metav1.NewTime(start)
+		node, err := cs.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		node.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: status, Reason: "KubeletReady", LastHeartbeatTime: now, LastTransitionTime: now}}
+		if _, err := cs.CoreV1().Nodes().UpdateStatus(ctx, node, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		renew := metav1.NewMicroTime(start)
+		holder := name
+		if _, err := cs.CoordinationV1().Leases(corev1.NamespaceNodeLease).Create(ctx, &coordinationv1.Lease{
+			ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: coordinationv1.LeaseSpec{HolderIdentity: &holder, RenewTime: &renew}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A Running, Ready pod on each of down and sick.
+	for _, node := range []string{"down", "sick"} {
+		pod, err := cs.CoreV1().Pods("default").Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "on-" + node},
+			Spec: corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Name: "c", Image: "nginx"}}}}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		now := metav1.NewTime(start)
+		pod.Status.Phase = corev1.PodRunning
+		pod.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: now}}
+		if _, err := cs.CoreV1().Pods("default").UpdateStatus(ctx, pod, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// step advances the fake clock; up's kubelet renews its Lease.
+	step := func(d time.Duration) {
+		clk.Step(d)
+		l, err := cs.CoordinationV1().Leases(corev1.NamespaceNodeLease).Get(ctx, "up", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		renew := metav1.NewMicroTime(clk.Now())
+		l.Spec.RenewTime = &renew
+		if _, err := cs.CoordinationV1().Leases(corev1.NamespaceNodeLease).Update(ctx, l, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	cfg := controllermanager.DefaultConfig()
+	cfg.LeaderElect = false
+	cfg.Controllers = []string{controllermanager.NodeLifecycle}
+	cfg.Clock = clk
+	var wg sync.WaitGroup
+	wg.Add(1)
+	cmErr := make(chan error, 1)
+	go func() { defer wg.Done(); cmErr <- controllermanager.Run(ctx, cs, restCfg, cfg) }()
+	defer func() {
+		cancel()
+		wg.Wait()
+		if err := <-cmErr; err != nil {
+			t.Errorf("controller manager: %v", err)
+		}
+	}()
+	nodeReady := func(name string) corev1.ConditionStatus {
+		n, err := cs.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, cnd := range n.Status.Conditions {
+			if cnd.Type == corev1.NodeReady {
+				return cnd.Status
+			}
+		}
+		return ""
+	}
+	podReady := func(name string) corev1.ConditionStatus {
+		p, err := cs.CoreV1().Pods("default").Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, cnd := range p.Status.Conditions {
+			if cnd.Type == corev1.PodReady {
+				return cnd.Status
+			}
+		}
+		return ""
+	}
+	// notReadyEvents lists the NodeNotReady events of the node controller,
+	// as "Kind/name type message xcount".
+	notReadyEvents := func() (map[string]bool, error) {
+		list, err := cs.CoreV1().Events("default").List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return nil, err
+		}
+		out := map[string]bool{}
+		for _, e := range list.Items {
+			if e.Reason == "NodeNotReady" && e.Source.Component == "node-controller" {
+				out[fmt.Sprintf("%s/%s %s %s x%d", e.InvolvedObject.Kind, e.InvolvedObject.Name, e.Type, e.Message, e.Count)] = true
+			}
+		}
+		return out, nil
+	}
+
+	eventually(t, "down and sick Ready=Unknown, down's pod not Ready", func() (bool, error) {
+		if clk.Since(start) < 5*time.Minute {
+			step(5 * time.Second)
+		}
+		return nodeReady("down") == corev1.ConditionUnknown && nodeReady("sick") == corev1.ConditionUnknown && podReady("on-down") == corev1.ConditionFalse, nil
+	})
+	if clk.Since(start) < 40*time.Second {
+		t.Fatalf("Unknown after %v, before the 40 s grace period", clk.Since(start))
+	}
+	want := map[string]bool{
+		"Node/down Normal Node down status is now: NodeNotReady x1": true,
+		"Pod/on-down Warning Node is not ready x1":                  true,
+	}
+	eventually(t, "down's and its pod's NodeNotReady events", func() (bool, error) {
+		got, err := notReadyEvents()
+		if err == nil && fmt.Sprint(got) != fmt.Sprint(want) {
+			err = fmt.Errorf("events %v", got)
+		}
+		return err == nil, err
+	})
+	// A few more passes: nothing more.
+	for range 3 {
+		step(5 * time.Second)
+	}
+	time.Sleep(time.Second)
+	if got, err := notReadyEvents(); err != nil || fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("NodeNotReady events %v (%v), want %v", got, err, want)
+	}
+	if got := podReady("on-sick"); got != corev1.ConditionTrue {
+		t.Fatalf("the pod of the node whose kubelet reported Ready=False is Ready %s; want True (left alone)", got)
 	}
 }

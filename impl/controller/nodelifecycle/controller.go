@@ -12,9 +12,14 @@
 // partial disruption slows down or stops, and when every zone is fully
 // disrupted the taints are removed and tainting stops altogether.
 //
-// DecideNode, DecideEviction, DecideDisruption, GateNoExecute and
-// TokenBucket are pure and take the time as input; the loop reads time from
-// an injected clock, so tests drive it with a fake one.
+// A node's pods are marked not Ready (with the node's NodeNotReady event)
+// only on the pass on which the controller itself turns the node's Ready
+// from True to Unknown, and on later passes while an earlier marking failed
+// (DecideNotReady, upstream's monitorNodeHealth rule).
+//
+// DecideNode, DecideNotReady, DecideEviction, DecideDisruption,
+// GateNoExecute and TokenBucket are pure and take the time as input; the
+// loop reads time from an injected clock, so tests drive it with a fake one.
 // Properties: GC-1 (taint-based eviction is one of the allowed reasons to
 // delete a pod); the scheduler's SCHED-3 relies on the taints set here.
 package nodelifecycle
@@ -22,6 +27,7 @@ package nodelifecycle
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -254,7 +260,19 @@ func (c *Controller) MonitorNodes(ctx context.Context) {
 		h := dec.Health
 		c.health[node.Name] = &h
 		c.mu.Unlock()
-		if err := c.apply(ctx, node, dec); err != nil {
+		statusWritten, markErr, err := c.apply(ctx, node, dec)
+		if statusWritten {
+			// As upstream: the pods are marked again next pass if any
+			// could not be; a pass that fails to write the node's status
+			// leaves the retry as it was.
+			c.mu.Lock()
+			h.RetryMarkPods = markErr != nil
+			c.mu.Unlock()
+		}
+		if markErr != nil {
+			slog.Debug("node lifecycle: could not mark every pod not ready; retrying next pass", "node", node.Name, "err", markErr)
+		}
+		if err != nil {
 			slog.Debug("node lifecycle: update failed; retrying next pass", "node", node.Name, "err", err)
 		} else if queue {
 			// Queued once its new conditions are written, so the tainting
@@ -323,35 +341,38 @@ func classifyNodes(known map[string]types.UID, nodes []*corev1.Node) (added []*c
 	return added, removed
 }
 
+// nodeRef refers to the node name (uid) as upstream's node events do: v1
+// Node by name and UID, without a resourceVersion.
+func nodeRef(name string, uid types.UID) *corev1.ObjectReference {
+	return &corev1.ObjectReference{APIVersion: "v1", Kind: "Node", Name: name, UID: uid}
+}
+
 // nodeEvent records a Normal event about the node name (uid), its message
 // prefixed "Node <name> event: " as upstream's node events.
 func (c *Controller) nodeEvent(name string, uid types.UID, reason, event string) {
-	ref := &corev1.ObjectReference{APIVersion: "v1", Kind: "Node", Name: name, UID: uid}
-	c.recorder.Eventf(ref, corev1.EventTypeNormal, reason, "Node %s event: %s", name, event)
+	c.recorder.Eventf(nodeRef(name, uid), corev1.EventTypeNormal, reason, "Node %s event: %s", name, event)
 }
 
-func (c *Controller) apply(ctx context.Context, node *corev1.Node, dec NodeDecision) error {
+// apply writes dec: the node's new status; then, as upstream, the node's
+// NodeNotReady event ("Node <name> status is now: NodeNotReady") and the
+// marking of its pods not Ready, as dec says; then the node's new taints.
+// statusWritten is whether the status write, if any, succeeded (the
+// marking follows it); markErr says which pods could not be marked.
+func (c *Controller) apply(ctx context.Context, node *corev1.Node, dec NodeDecision) (statusWritten bool, markErr, err error) {
 	current := node
 	if dec.Conditions != nil {
 		next := node.DeepCopy()
 		next.Status.Conditions = dec.Conditions
 		updated, err := c.client.CoreV1().Nodes().UpdateStatus(ctx, next, metav1.UpdateOptions{})
 		if err != nil {
-			return fmt.Errorf("updating status of node %s: %w", node.Name, err)
-		}
-		if ready := readyCondition(dec.Conditions); ready != nil && ready.Status == corev1.ConditionUnknown {
-			// On a reference without resourceVersion, as upstream's
-			// node status change events.
-			ref := &corev1.ObjectReference{APIVersion: "v1", Kind: "Node", Name: node.Name, UID: node.UID}
-			c.recorder.Eventf(ref, corev1.EventTypeNormal, "NodeNotReady", "Node %s status is now: NodeNotReady", node.Name)
+			return false, nil, fmt.Errorf("updating status of node %s: %w", node.Name, err)
 		}
 		current = updated
 	}
-	conds := node.Status.Conditions
-	if dec.Conditions != nil {
-		conds = dec.Conditions
+	if dec.RecordNotReady {
+		c.recorder.Eventf(nodeRef(node.Name, node.UID), corev1.EventTypeNormal, "NodeNotReady", "Node %s status is now: NodeNotReady", node.Name)
 	}
-	if ready := readyCondition(conds); ready != nil {
+	if dec.MarkPodsNotReady {
 		objs, _ := c.podIndexer.ByIndex(podsByNodeIndex, node.Name)
 		var pods []*corev1.Pod
 		for _, o := range objs {
@@ -359,23 +380,27 @@ func (c *Controller) apply(ctx context.Context, node *corev1.Node, dec NodeDecis
 				pods = append(pods, p)
 			}
 		}
-		for _, p := range PodsToMarkNotReady(ready.Status, pods) {
-			c.markNotReady(ctx, p)
+		var errs []error
+		for _, p := range PodsToMarkNotReady(pods) {
+			if err := c.markNotReady(ctx, p); err != nil {
+				errs = append(errs, err)
+			}
 		}
+		markErr = errors.Join(errs...)
 	}
 	if dec.Taints != nil {
 		next := current.DeepCopy()
 		next.Spec.Taints = dec.Taints
 		if _, err := c.client.CoreV1().Nodes().Update(ctx, next, metav1.UpdateOptions{}); err != nil {
-			return fmt.Errorf("updating taints of node %s: %w", node.Name, err)
+			return true, markErr, fmt.Errorf("updating taints of node %s: %w", node.Name, err)
 		}
 	}
-	return nil
+	return true, markErr, nil
 }
 
-// markNotReady turns a pod's Ready condition False (best effort; the next
-// pass retries).
-func (c *Controller) markNotReady(ctx context.Context, pod *corev1.Pod) {
+// markNotReady turns a pod's Ready condition False. It fails if the write
+// fails (the next pass retries) unless the pod is gone.
+func (c *Controller) markNotReady(ctx context.Context, pod *corev1.Pod) error {
 	next := pod.DeepCopy()
 	for i := range next.Status.Conditions {
 		if next.Status.Conditions[i].Type == corev1.PodReady {
@@ -383,15 +408,17 @@ func (c *Controller) markNotReady(ctx context.Context, pod *corev1.Pod) {
 			next.Status.Conditions[i].LastTransitionTime = metav1.NewTime(c.clock.Now())
 		}
 	}
-	if _, err := c.client.CoreV1().Pods(pod.Namespace).UpdateStatus(ctx, next, metav1.UpdateOptions{}); err != nil {
-		if apierrors.IsNotFound(err) {
-			return // gone: nothing to tell
-		}
-		slog.Debug("node lifecycle: could not mark pod not ready", "pod", pod.Namespace+"/"+pod.Name, "err", err)
+	_, err := c.client.CoreV1().Pods(pod.Namespace).UpdateStatus(ctx, next, metav1.UpdateOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil // gone: nothing to tell
 	}
 	// As upstream's node controller, also when the write failed for
 	// another reason.
 	c.recorder.Event(pod, corev1.EventTypeWarning, "NodeNotReady", "Node is not ready")
+	if err != nil {
+		return fmt.Errorf("marking pod %s/%s not ready: %w", pod.Namespace, pod.Name, err)
+	}
+	return nil
 }
 
 func (c *Controller) forget(key string) {

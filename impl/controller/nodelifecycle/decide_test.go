@@ -1,6 +1,7 @@
 package nodelifecycle
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -187,13 +188,26 @@ func TestDecideEviction(t *testing.T) {
 	}
 }
 
+// The pods to mark are those whose Ready condition is not already False,
+// terminating and finished ones too (upstream's MarkPodsNotReady).
 func TestPodsToMarkNotReady(t *testing.T) {
-	ready := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "r"}, Status: corev1.PodStatus{Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}}}
-	notReady := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "n"}}
-	if got := PodsToMarkNotReady(corev1.ConditionTrue, []*corev1.Pod{ready}); len(got) != 0 {
-		t.Fatal("a ready node's pods are left alone")
+	withReady := func(name string, status corev1.ConditionStatus) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name}, Status: corev1.PodStatus{Conditions: []corev1.PodCondition{
+			{Type: corev1.PodScheduled, Status: corev1.ConditionTrue}, {Type: corev1.PodReady, Status: status}}}}
 	}
-	if got := PodsToMarkNotReady(corev1.ConditionUnknown, []*corev1.Pod{ready, notReady}); len(got) != 1 || got[0].Name != "r" {
-		t.Fatalf("got %v", got)
+	ready := withReady("ready", corev1.ConditionTrue)
+	unknown := withReady("unknown", corev1.ConditionUnknown)
+	notReady := withReady("not-ready", corev1.ConditionFalse)
+	noCondition := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "no-condition"}}
+	terminating := withReady("terminating", corev1.ConditionTrue)
+	terminating.DeletionTimestamp = &metav1.Time{Time: t0}
+	succeeded := withReady("succeeded", corev1.ConditionTrue)
+	succeeded.Status.Phase = corev1.PodSucceeded
+	var names []string
+	for _, p := range PodsToMarkNotReady([]*corev1.Pod{ready, unknown, notReady, noCondition, terminating, succeeded}) {
+		names = append(names, p.Name)
+	}
+	if got, want := fmt.Sprint(names), "[ready unknown terminating succeeded]"; got != want {
+		t.Fatalf("pods to mark %s, want %s", got, want)
 	}
 }

@@ -27,6 +27,10 @@ type Health struct {
 	ProbeTime  time.Time
 	Heartbeat  metav1.Time
 	LeaseRenew time.Time
+	// RetryMarkPods: a pass failed to mark the node's pods not Ready, so
+	// the next pass marks them again while the node is not Ready
+	// (upstream's nodesToRetry). The loop sets it after the marking.
+	RetryMarkPods bool
 }
 
 // Timing holds the grace periods.
@@ -44,6 +48,10 @@ type NodeDecision struct {
 	Conditions []corev1.NodeCondition
 	// Taints is the node's new spec.taints, or nil if unchanged.
 	Taints []corev1.Taint
+	// RecordNotReady and MarkPodsNotReady: once Conditions are written,
+	// record the node's NodeNotReady event, and mark its pods not Ready
+	// (DecideNotReady).
+	RecordNotReady, MarkPodsNotReady bool
 }
 
 func readyCondition(conds []corev1.NodeCondition) *corev1.NodeCondition {
@@ -94,6 +102,13 @@ func DecideNode(node *corev1.Node, lease *coordinationv1.Lease, prev *Health, no
 			conds = next
 		}
 	}
+	// A node without a Ready condition counts as observed Unknown, as
+	// upstream's stand-in condition for a node that never posted status.
+	observed := corev1.ConditionUnknown
+	if ready != nil {
+		observed = ready.Status
+	}
+	dec.RecordNotReady, dec.MarkPodsNotReady = DecideNotReady(observed, readyCondition(conds), h.RetryMarkPods)
 	if taints, changed := desiredTaints(node.Spec.Taints, conds, node.Spec.Unschedulable, now); changed {
 		dec.Taints = taints
 	}
@@ -210,21 +225,41 @@ func desiredTaints(current []corev1.Taint, conds []corev1.NodeCondition, unsched
 	return out, changed
 }
 
-// PodsToMarkNotReady returns the pods (on a node whose Ready condition is
-// not True) that still claim Ready=True: their Ready condition must turn
-// False, since nobody can vouch for them (upstream's MarkPodsNotReady).
-func PodsToMarkNotReady(nodeReady corev1.ConditionStatus, pods []*corev1.Pod) []*corev1.Pod {
-	if nodeReady == corev1.ConditionTrue || nodeReady == "" {
-		return nil
+// DecideNotReady is upstream's monitorNodeHealth rule for when a monitor
+// pass records the node's NodeNotReady event and marks its pods not Ready.
+// observed is the node's Ready status as the pass read it (Unknown for a
+// node with no Ready condition), current its Ready condition after the pass
+// (nil if it still has none), retry whether an earlier pass failed to mark
+// its pods (Health.RetryMarkPods).
+//
+// Only the pass on which the controller itself turns Ready from True does
+// both; after a failed marking, later passes mark the pods again (without
+// the event) while the node read is not Ready. So a kubelet that reports
+// Ready=False itself keeps its pods' readiness, also when it then goes
+// silent and the controller turns its Ready from False to Unknown.
+func DecideNotReady(observed corev1.ConditionStatus, current *corev1.NodeCondition, retry bool) (recordEvent, markPods bool) {
+	if current == nil {
+		return false, false
 	}
+	if observed == corev1.ConditionTrue && current.Status != corev1.ConditionTrue {
+		return true, true
+	}
+	return false, retry && observed != corev1.ConditionTrue
+}
+
+// PodsToMarkNotReady returns the pods of pods whose Ready condition is not
+// already False: marking them turns it False (upstream's MarkPodsNotReady,
+// which also marks terminating and finished pods; a pod with no Ready
+// condition is left alone).
+func PodsToMarkNotReady(pods []*corev1.Pod) []*corev1.Pod {
 	var out []*corev1.Pod
 	for _, p := range pods {
-		if p.DeletionTimestamp != nil || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
-			continue
-		}
 		for _, c := range p.Status.Conditions {
-			if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue {
-				out = append(out, p)
+			if c.Type == corev1.PodReady {
+				if c.Status != corev1.ConditionFalse {
+					out = append(out, p)
+				}
+				break
 			}
 		}
 	}

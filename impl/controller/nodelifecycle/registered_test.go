@@ -130,12 +130,16 @@ func TestMarkNotReadyEvent(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	c.markNotReady(ctx, pod)
+	if err := c.markNotReady(ctx, pod); err != nil {
+		t.Fatal(err)
+	}
 	if got, want := rec.take(), []string{"*v1.Pod Warning NodeNotReady Node is not ready"}; fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("events %q, want %q", got, want)
 	}
 	gone := readyPod(podOn("gone"))
-	c.markNotReady(ctx, gone)
+	if err := c.markNotReady(ctx, gone); err != nil {
+		t.Fatalf("marking a pod already gone: %v", err)
+	}
 	if got := rec.take(); len(got) != 0 {
 		t.Errorf("events for a deleted pod: %q", got)
 	}
