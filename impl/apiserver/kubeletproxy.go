@@ -133,40 +133,60 @@ func (s *Server) serveKubeletSubresource(w http.ResponseWriter, r *http.Request,
 	var err error
 	switch {
 	case info.Resource == "pods" && info.Subresource == "log" && len(info.Parts) == 3:
-		if info.Verb != "get" {
+		if info.RouteVerb() != "get" {
 			err = endpoints.MethodNotAllowed()
+			break
+		}
+		if info.Name == "" {
+			err = endpoints.NameRequired()
 			break
 		}
 		err = s.kubeletProxy.PodLog(w, r, info.Namespace, info.Name)
 	case info.Resource == "pods" && info.Subresource == "exec" && len(info.Parts) == 3:
-		if info.Verb != "get" && info.Verb != "create" {
+		if v := info.RouteVerb(); v != "get" && v != "create" {
 			err = endpoints.MethodNotAllowed()
 			break
 		}
 		if err = connectDryRunRefused(r); err != nil {
+			break
+		}
+		if info.Name == "" {
+			err = endpoints.NameRequired()
 			break
 		}
 		err = s.kubeletProxy.PodExec(w, r, info.Namespace, info.Name)
 	case info.Resource == "pods" && info.Subresource == "attach" && len(info.Parts) == 3:
-		if info.Verb != "get" && info.Verb != "create" {
+		if v := info.RouteVerb(); v != "get" && v != "create" {
 			err = endpoints.MethodNotAllowed()
 			break
 		}
 		if err = connectDryRunRefused(r); err != nil {
+			break
+		}
+		if info.Name == "" {
+			err = endpoints.NameRequired()
 			break
 		}
 		err = s.kubeletProxy.PodAttach(w, r, info.Namespace, info.Name)
 	case info.Resource == "pods" && info.Subresource == "portforward" && len(info.Parts) == 3:
-		if info.Verb != "get" && info.Verb != "create" {
+		if v := info.RouteVerb(); v != "get" && v != "create" {
 			err = endpoints.MethodNotAllowed()
 			break
 		}
 		if err = connectDryRunRefused(r); err != nil {
+			break
+		}
+		if info.Name == "" {
+			err = endpoints.NameRequired()
 			break
 		}
 		err = s.kubeletProxy.PodPortForward(w, r, info.Namespace, info.Name)
 	case info.Resource == "nodes" && info.Subresource == "proxy" && info.Namespace == "":
 		if err = connectDryRunRefused(r); err != nil {
+			break
+		}
+		if info.Name == "" {
+			err = endpoints.NameRequired()
 			break
 		}
 		err = s.kubeletProxy.NodeProxy(w, r, info.Name, strings.Join(info.Parts[3:], "/"))

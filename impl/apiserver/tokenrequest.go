@@ -60,6 +60,10 @@ func (s *Server) serveTokenRequest(w http.ResponseWriter, r *http.Request, gv sc
 		endpoints.WriteStatusError(w, r, s.codecs, endpoints.MethodNotAllowed())
 		return true
 	}
+	if info.Name == "" {
+		endpoints.WriteError(w, r, s.codecs, endpoints.NameRequired(), tokenRequestGR, info.Name)
+		return true
+	}
 	// Warnings (admission plugins', a shortened expiration's) go out as
 	// Warning headers, as on other writes.
 	w, r = endpoints.CollectWarnings(w, r)

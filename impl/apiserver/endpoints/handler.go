@@ -192,7 +192,7 @@ func (h *Handler) route(info *request.Info) (serveFunc, error) {
 		// namespace b's path.
 		return nil, notFoundPath()
 	}
-	if h.res.Namespaced && info.Namespace == "" && info.Name != "" {
+	if h.res.Namespaced && info.Namespace == "" && (info.Name != "" || info.Subresource != "") {
 		// namespaced objects are addressed under /namespaces/<ns>/.
 		return nil, notFoundPath()
 	}
@@ -210,9 +210,26 @@ func (h *Handler) route(info *request.Info) (serveFunc, error) {
 			}
 		}
 	}
-	switch info.Subresource {
-	case "":
+	if info.Subresource == "" {
 		return h.routeMain(info)
+	}
+	if info.Name == "" {
+		// pods//status: the subresource's route, chosen by the HTTP
+		// method, refuses the empty name (emptyName).
+		routed := *info
+		routed.Verb = info.RouteVerb()
+		if _, err := h.routeSubresourceOf(&routed); err != nil {
+			return nil, err
+		}
+		return h.emptyName, nil
+	}
+	return h.routeSubresourceOf(info)
+}
+
+// routeSubresourceOf routes a request for one of an object's
+// subresources.
+func (h *Handler) routeSubresourceOf(info *request.Info) (serveFunc, error) {
+	switch info.Subresource {
 	case "status":
 		if h.res.Status == nil {
 			return nil, notFoundPath()
@@ -272,6 +289,24 @@ func isWatchPath(info *request.Info) bool {
 	}
 	return strings.HasPrefix(info.Path, prefix+info.APIVersion+"/watch/")
 }
+
+// emptyName serves a subresource's route whose name segment is empty
+// (pods//status): kube-apiserver's handlers read the request's name before
+// anything else (a patch's content type excepted) and refuse an empty one.
+func (h *Handler) emptyName(_ http.ResponseWriter, r *http.Request, _ *request.Info) error {
+	if r.Method == http.MethodPatch {
+		if _, err := patchTypeOf(r); err != nil {
+			return err
+		}
+	}
+	return NameRequired()
+}
+
+// NameRequired is kube-apiserver's answer to a request whose route names
+// an object by an empty path segment (pods//status, nodes//proxy): its
+// handlers' first step reads the name from the path and refuses an empty
+// one.
+func NameRequired() error { return apierrors.NewBadRequest("name must be provided") }
 
 // notFoundPathMessage is the message of kube-apiserver's router's 404.
 const notFoundPathMessage = "the server could not find the requested resource"

@@ -48,13 +48,22 @@ func limitJSONPatchCopies() {
 // default; they are not served.
 var patchTypes = []string{string(types.JSONPatchType), string(types.MergePatchType), string(types.StrategicMergePatchType), string(types.ApplyYAMLPatchType)}
 
-func (h *Handler) patch(w http.ResponseWriter, r *http.Request, info *request.Info, m mode) error {
+// patchTypeOf is the patch type r's Content-Type names, or the 415 of a
+// type that is no patch.
+func patchTypeOf(r *http.Request) (types.PatchType, error) {
 	mt, _ := codec.ParseMediaType(r.Header.Get("Content-Type"))
 	pt := types.PatchType(mt.Full())
 	switch pt {
 	case types.JSONPatchType, types.MergePatchType, types.StrategicMergePatchType, types.ApplyYAMLPatchType:
-	default:
-		return unsupportedMedia(fmt.Sprintf("the body of the request was in an unknown format - accepted media types include: %s", joinTypes()))
+		return pt, nil
+	}
+	return "", unsupportedMedia(fmt.Sprintf("the body of the request was in an unknown format - accepted media types include: %s", joinTypes()))
+}
+
+func (h *Handler) patch(w http.ResponseWriter, r *http.Request, info *request.Info, m mode) error {
+	pt, err := patchTypeOf(r)
+	if err != nil {
+		return err
 	}
 	wo, target, body, err := h.readWrite(w, r, "PatchOptions")
 	if err != nil {

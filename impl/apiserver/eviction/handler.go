@@ -77,6 +77,11 @@ func (h *Handler) Serve(w http.ResponseWriter, r *http.Request, gv schema.GroupV
 		endpoints.WriteStatusError(w, r, h.codecs, endpoints.MethodNotAllowed())
 		return true
 	}
+	if info.Name == "" {
+		// pods//eviction: the route's handler reads the name first.
+		endpoints.WriteError(w, r, h.codecs, endpoints.NameRequired(), evictGR, info.Name)
+		return true
+	}
 	// The answer's media type is negotiated before anything is done, as
 	// kube-apiserver's create handler does: an Accept the server cannot
 	// answer is a 406 that evicts nothing.

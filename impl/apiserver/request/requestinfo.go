@@ -58,6 +58,11 @@ type Info struct {
 	// Selectors are the selectors of an access review given as
 	// requirements (nil otherwise).
 	Selectors *SelectorRequirements
+	// methodVerb is the verb of the HTTP method alone (get, create,
+	// update, patch, delete; watch on a /watch/ path), before a request
+	// without a name becomes a list, watch or deletecollection
+	// (RouteVerb).
+	methodVerb string
 }
 
 // SelectorRequirements are the field and label selector requirements a
@@ -126,6 +131,7 @@ func parseInto(info *Info, r *http.Request, segBuf []string) {
 	default:
 		info.Verb = ""
 	}
+	info.methodVerb = info.Verb
 
 	// /namespaces/{ns}/{resource}... addresses a namespaced resource;
 	// /namespaces/{name}[/status|/finalize] the namespace itself, whose
@@ -149,6 +155,7 @@ func parseInto(info *Info, r *http.Request, segBuf []string) {
 	q := Query(r)
 	if isWatchPath {
 		info.Verb = "watch"
+		info.methodVerb = "watch"
 	}
 	if info.Verb == "get" && info.Name == "" {
 		info.Verb = "list"
@@ -164,6 +171,20 @@ func parseInto(info *Info, r *http.Request, segBuf []string) {
 	case "list", "watch", "deletecollection":
 		info.FieldSelector, info.LabelSelector = q.Get("fieldSelector"), q.Get("labelSelector")
 	}
+}
+
+// RouteVerb is the verb of the route kube-apiserver's router picks for
+// the request: Verb, except on a subresource's path whose name segment is
+// empty (pods//status). Having no name, the request-info parser makes a
+// GET there a list or watch and a DELETE a deletecollection (what the
+// request is authorized as), while the router still routes the HTTP
+// method to the subresource's get or delete, whose handler then refuses
+// the empty name.
+func (i *Info) RouteVerb() string {
+	if i.Name == "" && i.Subresource != "" && i.methodVerb != "" {
+		return i.methodVerb
+	}
+	return i.Verb
 }
 
 // IsLongRunning reports whether the request is a watch or a streaming
