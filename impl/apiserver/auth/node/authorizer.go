@@ -56,9 +56,9 @@ import (
 // Config configures the Node authorizer.
 type Config struct {
 	// FieldSelector returns the request's fieldSelector query parameter
-	// (list and watch). request.Info does not carry it; without this
-	// function a node's list/watch of pods is never allowed, nor a list
-	// of nodes.
+	// (list and watch); without this function a node's list or watch of
+	// pods by spec.nodeName is never allowed. A list or watch by
+	// metadata.name is decided on the request's name instead (Info.Named).
 	FieldSelector func(ctx context.Context, info *request.Info) string
 	// Rules are the static node rules; nil means
 	// bootstrappolicy.NodeRules().
@@ -169,7 +169,7 @@ func (a *Authorizer) decide(ctx context.Context, node string, info *request.Info
 	if info.IsResourceRequest {
 		switch info.APIGroup + "/" + info.Resource {
 		case "/secrets", "/configmaps":
-			return a.readNamespacedObject(ctx, node, info)
+			return a.readNamespacedObject(node, info)
 		case "/persistentvolumeclaims":
 			if info.Subresource == "status" {
 				if info.Verb != "update" && info.Verb != "patch" {
@@ -182,11 +182,11 @@ func (a *Authorizer) decide(ctx context.Context, node string, info *request.Info
 			// The graph does not follow claims to volumes.
 			return noOpinion("no relationship found between node '%s' and this object", node)
 		case "/serviceaccounts":
-			return a.serviceAccount(ctx, node, info)
+			return a.serviceAccount(node, info)
 		case "coordination.k8s.io/leases":
 			return a.lease(node, info)
 		case "/nodes":
-			return a.node(ctx, node, info)
+			return a.node(node, info)
 		case "/pods":
 			return a.pod(ctx, node, info)
 		}
@@ -217,7 +217,7 @@ func (a *Authorizer) get(node, kind string, info *request.Info) decision {
 	return a.related(node, kind, info)
 }
 
-func (a *Authorizer) readNamespacedObject(ctx context.Context, node string, info *request.Info) decision {
+func (a *Authorizer) readNamespacedObject(node string, info *request.Info) decision {
 	switch info.Verb {
 	case "get", "list", "watch":
 	default:
@@ -236,16 +236,12 @@ func (a *Authorizer) readNamespacedObject(ctx context.Context, node string, info
 	case "serviceaccounts":
 		kind = kindServiceAccount
 	}
-	if info.Name == "" && (info.Verb == "list" || info.Verb == "watch") {
-		// A list or watch of one object by its name (the kubelet's watch
-		// of each ConfigMap and Secret its pods use) is checked as a get
-		// of that object, as Kubernetes does.
-		if name, ok := a.selectedValue(ctx, info, "metadata.name"); ok {
-			named := *info
-			named.Name = name
-			return a.related(node, kind, &named)
-		}
-	}
+	// A list or watch of one object by its name (the kubelet's watch of
+	// each ConfigMap and Secret its pods use) arrives named: the request
+	// parser names it by its field selector's metadata.name when its list
+	// options decode (request.Info.Named), as kube-apiserver's does, and
+	// is checked as a get of that object; one whose options do not decode
+	// names nothing.
 	return a.related(node, kind, info)
 }
 
@@ -255,9 +251,9 @@ func (a *Authorizer) readNamespacedObject(ctx context.Context, node string, info
 // mode (KubeletServiceAccountTokenForCredentialProviders, on by default;
 // PodCertificateRequest, off, allows it too); anything else must be a
 // token request.
-func (a *Authorizer) serviceAccount(ctx context.Context, node string, info *request.Info) decision {
+func (a *Authorizer) serviceAccount(node string, info *request.Info) decision {
 	if info.Verb == "get" && info.Subresource == "" {
-		return a.readNamespacedObject(ctx, node, info)
+		return a.readNamespacedObject(node, info)
 	}
 	return a.createToken(node, info)
 }
@@ -317,7 +313,7 @@ func (a *Authorizer) selectedValue(ctx context.Context, info *request.Info, fiel
 	return "", false
 }
 
-func (a *Authorizer) node(ctx context.Context, node string, info *request.Info) decision {
+func (a *Authorizer) node(node string, info *request.Info) decision {
 	switch info.Subresource {
 	case "":
 		switch info.Verb {
@@ -328,9 +324,9 @@ func (a *Authorizer) node(ctx context.Context, node string, info *request.Info) 
 			return allow
 		case "get", "list", "watch":
 			switch {
+			// A list or watch by metadata.name arrives named (as in
+			// readNamespacedObject).
 			case info.Name == node:
-				return allow
-			case info.Name == "" && a.selects(ctx, info, "metadata.name", node):
 				return allow
 			case info.Name == "":
 				return noOpinion("node '%s' cannot read all nodes, only its own Node object", node)

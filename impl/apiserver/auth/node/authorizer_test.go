@@ -2,6 +2,8 @@ package node
 
 import (
 	"context"
+	"net/http"
+	"net/http/httptest"
 	"sync"
 	"testing"
 	"time"
@@ -128,6 +130,8 @@ func TestNodeAuthorizer(t *testing.T) {
 		s.Volumes = []corev1.Volume{{Name: "s", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "secret-b"}}}}
 	}))
 	A := kubelet("a")
+	// A list or watch by metadata.name comes named, as the request
+	// parser names it (TestNodeAuthorizerReadsTheParsedName).
 	cases := []struct {
 		name     string
 		user     *request.User
@@ -146,10 +150,10 @@ func TestNodeAuthorizer(t *testing.T) {
 		{"list secrets", A, info("list", "", "secrets", "", "ns", ""), "", auth.DecisionNoOpinion, "No Object name found"},
 		{"write secret", A, info("update", "", "secrets", "", "ns", "secret-a"), "", auth.DecisionNoOpinion, "can only read resources of this type"},
 		{"own configmap", A, info("get", "", "configmaps", "", "ns", "cm-a"), "", auth.DecisionAllow, ""},
-		{"watch own configmap by name", A, info("watch", "", "configmaps", "", "ns", ""), "metadata.name=cm-a", auth.DecisionAllow, ""},
-		{"list own secret by name", A, info("list", "", "secrets", "", "ns", ""), "metadata.name==secret-a", auth.DecisionAllow, ""},
-		{"watch other node's secret by name", A, info("watch", "", "secrets", "", "ns", ""), "metadata.name=secret-b", auth.DecisionNoOpinion, "no relationship found between node 'a' and this object"},
-		{"watch own configmap in other namespace", A, info("watch", "", "configmaps", "", "other", ""), "metadata.name=cm-a", auth.DecisionNoOpinion, "no relationship found between node 'a' and this object"},
+		{"watch own configmap by name", A, info("watch", "", "configmaps", "", "ns", "cm-a"), "metadata.name=cm-a", auth.DecisionAllow, ""},
+		{"list own secret by name", A, info("list", "", "secrets", "", "ns", "secret-a"), "metadata.name==secret-a", auth.DecisionAllow, ""},
+		{"watch other node's secret by name", A, info("watch", "", "secrets", "", "ns", "secret-b"), "metadata.name=secret-b", auth.DecisionNoOpinion, "no relationship found between node 'a' and this object"},
+		{"watch own configmap in other namespace", A, info("watch", "", "configmaps", "", "other", "cm-a"), "metadata.name=cm-a", auth.DecisionNoOpinion, "no relationship found between node 'a' and this object"},
 		{"watch configmaps by other field", A, info("watch", "", "configmaps", "", "ns", ""), "metadata.namespace=ns", auth.DecisionNoOpinion, "No Object name found"},
 		{"same name other namespace", A, info("get", "", "configmaps", "", "other", "cm-a"), "", auth.DecisionNoOpinion, "no relationship found between node 'a' and this object"},
 
@@ -177,7 +181,7 @@ func TestNodeAuthorizer(t *testing.T) {
 		{"get own node", A, info("get", "", "nodes", "", "", "a"), "", auth.DecisionAllow, ""},
 		{"get other node", A, info("get", "", "nodes", "", "", "b"), "", auth.DecisionNoOpinion, "node 'a' cannot read 'b', only its own Node object"},
 		{"list all nodes", A, info("list", "", "nodes", "", "", ""), "", auth.DecisionNoOpinion, "node 'a' cannot read all nodes, only its own Node object"},
-		{"watch own node by selector", A, info("watch", "", "nodes", "", "", ""), "metadata.name=a", auth.DecisionAllow, ""},
+		{"watch own node by selector", A, info("watch", "", "nodes", "", "", "a"), "metadata.name=a", auth.DecisionAllow, ""},
 		{"create node", A, info("create", "", "nodes", "", "", ""), "", auth.DecisionAllow, ""},
 		{"update own node", A, info("update", "", "nodes", "", "", "a"), "", auth.DecisionAllow, ""},
 		{"update other node", A, info("update", "", "nodes", "", "", "b"), "", auth.DecisionAllow, ""},
@@ -200,7 +204,7 @@ func TestNodeAuthorizer(t *testing.T) {
 		{"get SA of no pod", A, info("get", "", "serviceaccounts", "", "ns", "nobody"), "", auth.DecisionNoOpinion, "no relationship found between node 'a' and this object"},
 		{"get SA without name", A, info("get", "", "serviceaccounts", "", "ns", ""), "", auth.DecisionNoOpinion, "No Object name found"},
 		{"list SAs", A, info("list", "", "serviceaccounts", "", "ns", ""), "", auth.DecisionNoOpinion, "can only create tokens for individual service accounts"},
-		{"watch own pod's SA by name", A, info("watch", "", "serviceaccounts", "", "ns", ""), "metadata.name=sa-a", auth.DecisionNoOpinion, "can only create tokens for individual service accounts"},
+		{"watch own pod's SA by name", A, info("watch", "", "serviceaccounts", "", "ns", "sa-a"), "metadata.name=sa-a", auth.DecisionNoOpinion, "can only create tokens for individual service accounts"},
 		{"update own pod's SA", A, info("update", "", "serviceaccounts", "", "ns", "sa-a"), "", auth.DecisionNoOpinion, "can only create tokens for individual service accounts"},
 		{"get SA token subresource", A, info("get", "", "serviceaccounts", "token", "ns", "sa-a"), "", auth.DecisionNoOpinion, "can only create tokens for individual service accounts"},
 		{"other SA subresource", A, info("create", "", "serviceaccounts", "other", "ns", "sa-a"), "", auth.DecisionNoOpinion, "can only create token subresource of serviceaccount"},
@@ -216,6 +220,45 @@ func TestNodeAuthorizer(t *testing.T) {
 		d, reason, err := a.Authorize(ctx, auth.Attributes{User: c.user, Info: c.info})
 		if err != nil || d != c.want || reason != c.reason {
 			t.Errorf("%s: got %v %q %v, want %v %q", c.name, d, reason, err, c.want, c.reason)
+		}
+	}
+}
+
+// TestNodeAuthorizerReadsTheParsedName: a node's list or watch by a
+// metadata.name field selector is decided on the name the request parser
+// gives it (request.Info.Named), as kube-apiserver's Node authorizer reads
+// its request-info's name: when the list options do not decode (a limit or
+// timeoutSeconds that is no integer, a label selector that does not parse)
+// the request names nothing and is refused as a read of every object, not
+// allowed by its raw field selector (and then answered 400 by the handler).
+func TestNodeAuthorizerReadsTheParsedName(t *testing.T) {
+	a := newTestAuthorizer()
+	a.Graph().OnPod(nil, podOn("a", "ns", "pod-a", func(s *corev1.PodSpec) {
+		s.Volumes = []corev1.Volume{{Name: "s", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "secret-a"}}}}
+		s.Containers[0].EnvFrom = []corev1.EnvFromSource{{ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "cm-a"}}}}
+	}))
+	const allNodes = "node 'a' cannot read all nodes, only its own Node object"
+	for _, c := range []struct {
+		url    string
+		want   auth.Decision
+		reason string
+	}{
+		{"/api/v1/nodes?fieldSelector=metadata.name%3Da", auth.DecisionAllow, ""},
+		{"/api/v1/nodes?watch=1&fieldSelector=metadata.name%3Da", auth.DecisionAllow, ""},
+		{"/api/v1/nodes?fieldSelector=metadata.name%3Db", auth.DecisionNoOpinion, "node 'a' cannot read 'b', only its own Node object"},
+		{"/api/v1/nodes?fieldSelector=metadata.name%3Da&limit=x", auth.DecisionNoOpinion, allNodes},
+		{"/api/v1/nodes?watch=1&fieldSelector=metadata.name%3Da&timeoutSeconds=x", auth.DecisionNoOpinion, allNodes},
+		{"/api/v1/nodes?fieldSelector=metadata.name%3Da&labelSelector=%21%21", auth.DecisionNoOpinion, allNodes},
+		{"/api/v1/namespaces/ns/configmaps?watch=1&fieldSelector=metadata.name%3Dcm-a", auth.DecisionAllow, ""},
+		{"/api/v1/namespaces/ns/configmaps?watch=1&fieldSelector=metadata.name%3Dcm-a&limit=x", auth.DecisionNoOpinion, "No Object name found"},
+		{"/api/v1/namespaces/ns/secrets?fieldSelector=metadata.name%3Dsecret-a", auth.DecisionAllow, ""},
+		{"/api/v1/namespaces/ns/secrets?fieldSelector=metadata.name%3Dsecret-a&labelSelector=%21%21", auth.DecisionNoOpinion, "No Object name found"},
+	} {
+		info := request.Parse(httptest.NewRequest(http.MethodGet, c.url, nil)).Named()
+		ctx := context.WithValue(context.Background(), fieldSelectorKey{}, info.FieldSelector)
+		d, reason, err := a.Authorize(ctx, auth.Attributes{User: kubelet("a"), Info: info})
+		if err != nil || d != c.want || reason != c.reason {
+			t.Errorf("GET %s: got %v %q %v, want %v %q", c.url, d, reason, err, c.want, c.reason)
 		}
 	}
 }
