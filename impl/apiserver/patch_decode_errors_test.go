@@ -185,3 +185,57 @@ func TestApplyKeepsLargeIntegers(t *testing.T) {
 		t.Errorf("terminationGracePeriodSeconds not kept: %s", r.body)
 	}
 }
+
+// A JSON or merge patch whose result names the kind in another served
+// version sharing the resource's storage is converted, as kube-apiserver's
+// codec converts it through the internal type: a core/v1 Event patched to
+// say events.k8s.io/v1 is read as that kind (its core fields unknown to
+// it: warnings, or under Strict a 422) and converted back. A version no
+// served resource has (apps/v1beta2 Deployments) is refused: upstream
+// converts it, this server cannot.
+func TestPatchResultOtherServedVersion(t *testing.T) {
+	e := newEnv(t, nil)
+	const (
+		evs    = "/api/v1/namespaces/default/events"
+		deps   = "/apis/apps/v1/namespaces/default/deployments"
+		mergeT = "application/merge-patch+json"
+	)
+	if r := e.do("POST", evs, []byte(`{"metadata":{"name":"e"},"involvedObject":{"kind":"Pod","name":"p","namespace":"default"},"reason":"R","message":"m","type":"Normal","source":{"component":"c"}}`)); r.code != http.StatusCreated {
+		t.Fatalf("seed: %d %s", r.code, r.body)
+	}
+	if r := e.do("POST", deps, []byte(`{"metadata":{"name":"d"},"spec":{"selector":{"matchLabels":{"a":"b"}},"template":{"metadata":{"labels":{"a":"b"}},"spec":{"containers":[{"name":"c","image":"nginx"}]}}}}`)); r.code != http.StatusCreated {
+		t.Fatalf("seed: %d %s", r.code, r.body)
+	}
+	before := e.do("GET", evs+"/e", nil)
+
+	r := e.do("PATCH", evs+"/e?fieldValidation=Strict", []byte(`{"apiVersion":"events.k8s.io/v1","note":"hello"}`), "Content-Type", mergeT)
+	if r.code != http.StatusUnprocessableEntity {
+		t.Fatalf("Strict: %d, want 422: %s", r.code, r.body)
+	}
+	if st := r.status(t); !strings.Contains(st.Message, `strict decoding error: `) || !strings.Contains(st.Message, `unknown field "involvedObject"`) {
+		t.Errorf("Strict: message %q, want the unknown core fields", st.Message)
+	}
+	if r := e.do("GET", evs+"/e", nil); string(r.body) != string(before.body) {
+		t.Errorf("a refused patch changed event e:\n%s", r.body)
+	}
+
+	r = e.do("PATCH", evs+"/e", []byte(`{"apiVersion":"events.k8s.io/v1","note":"hello"}`), "Content-Type", mergeT)
+	if r.code != http.StatusOK {
+		t.Fatalf("%d, want 200: %s", r.code, r.body)
+	}
+	if body := string(r.body); !strings.Contains(body, `"kind":"Event","apiVersion":"v1"`) || !strings.Contains(body, `"message":"hello"`) {
+		t.Errorf("patched event: %s", body)
+	}
+	if w := strings.Join(r.header.Values("Warning"), "\n"); !strings.Contains(w, `unknown field \"involvedObject\"`) {
+		t.Errorf("warnings %q, want the unknown core fields", w)
+	}
+
+	r = e.do("PATCH", deps+"/d", []byte(`{"apiVersion":"apps/v1beta2"}`), "Content-Type", mergeT)
+	if r.code != http.StatusUnprocessableEntity {
+		t.Fatalf("apps/v1beta2: %d, want 422: %s", r.code, r.body)
+	}
+	const tail = `: the API version in the data (apps/v1beta2) does not match the expected API version (apps/v1)`
+	if st := r.status(t); !strings.HasSuffix(st.Message, tail) {
+		t.Errorf("apps/v1beta2: message %q, want suffix %q", st.Message, tail)
+	}
+}

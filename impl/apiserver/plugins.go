@@ -194,6 +194,19 @@ func (s *Server) ConvertObject(obj runtime.Object, from, to schema.GroupVersionR
 	return out, nil
 }
 
+// convertFrom converts obj, of kind from, to the kind of the served
+// resource to when a served resource of kind from shares to's storage
+// (endpoints.Options.ConvertFrom); ok is false when none does.
+func (s *Server) convertFrom(obj runtime.Object, from schema.GroupVersionKind, to schema.GroupVersionResource) (runtime.Object, bool, error) {
+	for _, eq := range s.EquivalentResources(to, "") {
+		if eq.Kind == from {
+			out, err := s.ConvertObject(obj, eq.Resource, to)
+			return out, true, err
+		}
+	}
+	return nil, false, nil
+}
+
 // ListKey implements StoreGetter.
 func (s *Server) ListKey(gr schema.GroupResource, namespace string) string {
 	e, ok := s.stores[gr]

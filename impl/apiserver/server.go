@@ -420,6 +420,7 @@ func New(cfg Config) (*Server, error) {
 		StoragePathPrefix: cfg.EtcdPrefix,
 		ServedVersion:     majorMinor(cfg.GitVersion),
 	}
+	opts.ConvertFrom = s.convertFrom
 	prefixes := storagePrefixes(cfg.Resources)
 	stores := map[schema.GroupVersionResource]storage.Interface{}
 	byGVR := map[schema.GroupVersionResource]*resource.Resource{}

@@ -65,6 +65,13 @@ type Options struct {
 	// where kube-apiserver's RBAC storage prevents privilege escalation
 	// (package auth/rbac/escalation).
 	WriteCheck func(ctx context.Context, info *request.Info, gr schema.GroupResource, obj, old runtime.Object) error
+	// ConvertFrom, when set, converts obj, an object of kind from, to the
+	// kind of the served resource to when a served resource of kind from
+	// shares to's storage (core/v1 and events.k8s.io/v1 events); ok is
+	// false when none does. A JSON or merge patch whose result names the
+	// other kind is converted with it, as kube-apiserver's codec converts
+	// it through the internal type.
+	ConvertFrom func(obj runtime.Object, from schema.GroupVersionKind, to schema.GroupVersionResource) (out runtime.Object, ok bool, err error)
 }
 
 // Handler serves one resource.

@@ -227,17 +227,37 @@ func (h *Handler) jsonPatch(r *http.Request, cur runtime.Object, want schema.Gro
 	if d.err != nil {
 		return nil, nil, invalidPatch(string(patched), d.err.Error())
 	}
-	if d.gvk.GroupVersion() != want.GroupVersion() {
-		// Upstream converts the result from the other version of the
-		// kind; this server cannot, and refuses it.
-		return nil, nil, invalidPatch(string(patched), apiVersionMismatch(d.gvk.GroupVersion(), want.GroupVersion()).Error())
-	}
 	obj, unknown := d.obj, d.warnings
+	if d.gvk.GroupVersion() != want.GroupVersion() {
+		if obj, err = h.convertPatched(d.obj, *d.gvk, want); err != nil {
+			return nil, nil, invalidPatch(string(patched), err.Error())
+		}
+	}
 	warnings, err := strictDecoding(fv, string(patched), patchStrict, unknown)
 	if err != nil {
 		return nil, nil, err
 	}
 	return obj, warnings, nil
+}
+
+// convertPatched converts obj, a JSON or merge patch's result decoded as
+// kind from (want's kind in another group version), to want, as
+// kube-apiserver's codec converts it through the internal type: possible
+// where a served resource of kind from shares this resource's storage
+// (Options.ConvertFrom). Upstream also converts versions it no longer
+// serves (apps/v1beta2 Deployments); this server cannot, and refuses
+// them with the API version mismatch.
+func (h *Handler) convertPatched(obj runtime.Object, from, want schema.GroupVersionKind) (runtime.Object, error) {
+	if h.opts.ConvertFrom != nil && want == h.gvk {
+		out, ok, err := h.opts.ConvertFrom(obj, from, h.res.GroupVersionResource())
+		if err != nil {
+			return nil, fmt.Errorf("converting the patched %s to %s: %w", from, want, err)
+		}
+		if ok {
+			return out, nil
+		}
+	}
+	return nil, apiVersionMismatch(from.GroupVersion(), want.GroupVersion())
 }
 
 // jsonPatchOp is a JSON patch operation as kube-apiserver decodes it to
