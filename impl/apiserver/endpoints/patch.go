@@ -183,8 +183,9 @@ func (h *Handler) patch(w http.ResponseWriter, r *http.Request, info *request.In
 // jsonPatch applies a JSON or merge patch to cur (which it does not
 // change) and decodes the result into into, as a kind want. A result that
 // does not decode is kube-apiserver's 422 naming the patched object
-// (invalidPatch); the patch's own strict errors (patchStrict) and the
-// result's unknown fields are strictDecoding's.
+// (invalidPatch); one naming want's kind in another served version is
+// converted (convertPatched); the patch's own strict errors (patchStrict)
+// and the result's unknown fields are strictDecoding's.
 func (h *Handler) jsonPatch(r *http.Request, cur runtime.Object, want schema.GroupVersionKind, pt types.PatchType,
 	ops jsonpatch.Patch, body []byte, patchStrict []error, into runtime.Object, fv string) (runtime.Object, []string, error) {
 	if cur.GetObjectKind().GroupVersionKind() != want {
