@@ -132,10 +132,11 @@ func (h *Handler) deleteResponse(out runtime.Object, deleted bool, code int) (ru
 // does: preconditions, checked on the stored object first (its
 // rest.BeforeDelete), so a failing one is the answer even to a delete an
 // admission plugin would refuse; then the admission chain (mutating, then
-// validating plugins); graceful deletion (deletionTimestamp plus
-// deletionGracePeriodSeconds) for kinds with a GracefulDeleter; orphan and
-// foregroundDeletion finalizers recorded from the propagation policy; an
-// object with finalizers only marked. deleted reports whether the object
+// validating plugins) in each write, as deleteGeneric says; graceful
+// deletion (deletionTimestamp plus deletionGracePeriodSeconds) for kinds
+// with a GracefulDeleter; orphan and foregroundDeletion finalizers
+// recorded from the propagation policy; an object with finalizers only
+// marked. deleted reports whether the object
 // is gone. A resource's ForbidDelete is asked first, before the object is
 // read.
 func (h *Handler) DeleteObject(ctx context.Context, info *request.Info, key string, opts *metav1.DeleteOptions) (out runtime.Object, deleted bool, err error) {
@@ -188,9 +189,7 @@ func (h *Handler) deleteObject(ctx context.Context, info *request.Info, key stri
 	} else if err := h.deletePreconditionFailed(cur, opts.Preconditions); err != nil {
 		return nil, false, err
 	}
-	// As kube-apiserver's delete handlers (AdmissionToValidateObjectDeleteFunc):
-	// the mutating plugins, then the validating ones, on the stored object,
-	// unless its store answers without admitting the delete.
+	validate := admitNothing
 	if admit != admitNone && !h.deleteUnadmitted(cur, opts) {
 		admName := name
 		if admit == admitCollectionItem {
@@ -200,19 +199,44 @@ func (h *Handler) deleteObject(ctx context.Context, info *request.Info, key stri
 		if admit == admitObject {
 			admOpts = h.admissionDeleteOptions(cur, opts)
 		}
-		attrs := h.adm(ctx, admission.Delete, info, info.Namespace, admName, nil, cur, admission.RequestOptions{Delete: admOpts})
-		if err := h.opts.Admission.Admit(ctx, attrs); err != nil {
-			return nil, false, err
-		}
-		if err := h.opts.Admission.Validate(ctx, attrs); err != nil {
-			return nil, false, err
-		}
+		// A copy: the store's later changes to opts are already in it.
+		validate = h.admitDeleteFunc(info, admName, admOpts.DeepCopy())
 	}
 	if h.isNamespace {
+		// A namespace's delete is admitted once, on the namespace as
+		// stored, before its registry's own update.
+		if err := validate(ctx, cur); err != nil {
+			return nil, false, err
+		}
 		return h.deleteNamespace(ctx, key, cur, opts, pre, dryRun)
 	}
-	return h.deleteGeneric(ctx, key, name, cur, opts, pre, dryRun)
+	return h.deleteGeneric(ctx, key, name, cur, opts, pre, dryRun, validate)
 }
+
+// admitDeleteOf is the delete validation a write runs on the object it
+// is about to change or remove: the admission chain, or admitNothing.
+type admitDeleteOf func(ctx context.Context, old runtime.Object) error
+
+// admitDeleteFunc is kube-apiserver's rest.AdmissionToValidateObjectDeleteFunc:
+// the delete's admission (the mutating plugins, then the validating ones),
+// with the request's static attributes and, as its old object, a copy of
+// the object the store is about to mark or remove. The generic store runs
+// it once in each write of a delete: the update that marks the object
+// (graceful deletion, finalizers) and the storage delete that removes it.
+func (h *Handler) admitDeleteFunc(info *request.Info, name string, opts *metav1.DeleteOptions) admitDeleteOf {
+	return func(ctx context.Context, old runtime.Object) error {
+		attrs := h.adm(ctx, admission.Delete, info, info.Namespace, name, nil, old.DeepCopyObject(), admission.RequestOptions{Delete: opts})
+		if err := h.opts.Admission.Admit(ctx, attrs); err != nil {
+			return err
+		}
+		return h.opts.Admission.Validate(ctx, attrs)
+	}
+}
+
+// admitNothing is the delete validation of a delete not admitted: the
+// eviction's, one the store answers without admission, or the writes
+// after a namespace's single admission.
+func admitNothing(context.Context, runtime.Object) error { return nil }
 
 // deleteUnadmitted reports whether kube-apiserver's store answers the
 // delete of the stored object cur with opts without admitting it: a
@@ -321,7 +345,13 @@ func preconditions(opts *metav1.DeleteOptions) *storage.Preconditions {
 	return &storage.Preconditions{UID: opts.Preconditions.UID, ResourceVersion: opts.Preconditions.ResourceVersion}
 }
 
-func (h *Handler) deleteGeneric(ctx context.Context, key, name string, cur runtime.Object, opts *metav1.DeleteOptions, pre *storage.Preconditions, dryRun bool) (runtime.Object, bool, error) {
+// deleteGeneric is the generic store's delete of cur: an update marking
+// it first when it is deleted gracefully, has finalizers or gets
+// garbage-collection ones, then (unless that leaves it in place) the
+// storage delete. validate, the delete's admission, runs in each of these
+// writes on the object as it then is (a dry run's marking update stands
+// for both), as kube-apiserver's store runs its delete validation.
+func (h *Handler) deleteGeneric(ctx context.Context, key, name string, cur runtime.Object, opts *metav1.DeleteOptions, pre *storage.Preconditions, dryRun bool, validate admitDeleteOf) (runtime.Object, bool, error) {
 	probe := cur.DeepCopyObject()
 	graceful, pending, _ := h.beforeDelete(probe, opts)
 	if pending {
@@ -329,8 +359,9 @@ func (h *Handler) deleteGeneric(ctx context.Context, key, name string, cur runti
 	}
 	m := accessor(cur)
 	updateFinalizers, _ := deletionFinalizers(m, opts)
+	marked := false
 	if graceful || len(m.GetFinalizers()) != 0 || updateFinalizers {
-		out, deleteNow, err := h.markForDeletion(ctx, key, name, opts, pre, dryRun)
+		out, deleteNow, err := h.markForDeletion(ctx, key, name, opts, pre, dryRun, validate)
 		if err != nil || !deleteNow {
 			return out, false, err
 		}
@@ -338,17 +369,22 @@ func (h *Handler) deleteGeneric(ctx context.Context, key, name string, cur runti
 			rv := accessor(out).GetResourceVersion()
 			pre = &storage.Preconditions{UID: pre.UID, ResourceVersion: &rv}
 		}
-		cur = out
+		cur, marked = out, true
 	}
 	if dryRun {
+		if !marked {
+			if err := validate(ctx, cur); err != nil {
+				return nil, false, err
+			}
+		}
 		return cur, true, nil
 	}
 	out := h.res.New()
-	err := h.store.Delete(ctx, key, out, pre, func(_ context.Context, obj runtime.Object) error {
+	err := h.store.Delete(ctx, key, out, pre, func(ctx context.Context, obj runtime.Object) error {
 		if len(accessor(obj).GetFinalizers()) != 0 {
 			return apierrors.NewConflict(h.gr, name, errors.New(optimisticLockErrorMsg))
 		}
-		return nil
+		return validate(ctx, obj)
 	})
 	if err != nil {
 		return nil, false, ToStatusError(err, VerbDelete, h.gr, name)
@@ -357,12 +393,16 @@ func (h *Handler) deleteGeneric(ctx context.Context, key, name string, cur runti
 }
 
 // markForDeletion writes deletionTimestamp, the grace period and the
-// garbage-collection finalizers with a compare-and-swap. deleteNow is true
+// garbage-collection finalizers with a compare-and-swap, admitting the
+// delete (validate) on each object it tries to change. deleteNow is true
 // when the object should now be removed (no finalizers, zero grace).
-func (h *Handler) markForDeletion(ctx context.Context, key, name string, opts *metav1.DeleteOptions, pre *storage.Preconditions, dryRun bool) (runtime.Object, bool, error) {
+func (h *Handler) markForDeletion(ctx context.Context, key, name string, opts *metav1.DeleteOptions, pre *storage.Preconditions, dryRun bool, validate admitDeleteOf) (runtime.Object, bool, error) {
 	var lastGrace int64
 	var lastGraceful, pendingFinalizers bool
 	try := func(existing runtime.Object) (runtime.Object, error) {
+		if err := validate(ctx, existing); err != nil {
+			return nil, err
+		}
 		obj := existing.DeepCopyObject()
 		o := *opts
 		graceful, pending, err := h.beforeDelete(obj, &o)
@@ -472,10 +512,11 @@ func (h *Handler) beforeDelete(obj runtime.Object, opts *metav1.DeleteOptions) (
 		m.SetDeletionGracePeriodSeconds(&period)
 		return true, false, nil
 	}
-	period, ok := h.res.GracefulDelete.GracePeriod(obj, opts)
-	if !ok {
-		return false, false, nil
-	}
+	// As kube-apiserver's pod strategy (CheckGracefulDelete), the delete
+	// of an object not yet being deleted is graceful even when its period
+	// is 0: the store marks the object (deletionTimestamp, grace period 0)
+	// and then removes it at once.
+	period, _ := h.res.GracefulDelete.GracePeriod(obj, opts)
 	ts := metav1.NewTime(h.now().Truncate(time.Second).Add(time.Duration(period) * time.Second))
 	m.SetDeletionTimestamp(&ts)
 	m.SetDeletionGracePeriodSeconds(&period)
@@ -578,7 +619,7 @@ func (h *Handler) deleteNamespace(ctx context.Context, key string, cur runtime.O
 	if len(ns.Spec.Finalizers) != 0 {
 		return cur, false, nil
 	}
-	return h.deleteGeneric(ctx, key, ns.Name, cur, opts, pre, dryRun)
+	return h.deleteGeneric(ctx, key, ns.Name, cur, opts, pre, dryRun, admitNothing)
 }
 
 func (h *Handler) deleteCollection(w http.ResponseWriter, r *http.Request, info *request.Info) error {

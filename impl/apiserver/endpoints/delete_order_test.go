@@ -17,8 +17,11 @@ import (
 	"github.com/kubeproof/kubeproof/impl/storage"
 )
 
-// storedConfigMap answers every Get with one ConfigMap; anything else
-// (a write) panics through the nil Interface.
+// storedConfigMap answers every Get with one ConfigMap, and a Delete as
+// the storage checks one (its preconditions, then the delete's
+// validation, where the generic store admits it) without removing
+// anything; anything else (another write) panics through the nil
+// Interface.
 type storedConfigMap struct {
 	storage.Interface
 	cm *corev1.ConfigMap
@@ -26,6 +29,20 @@ type storedConfigMap struct {
 
 func (s storedConfigMap) Get(_ context.Context, _ string, _ storage.GetOptions, out runtime.Object) error {
 	*out.(*corev1.ConfigMap) = *s.cm.DeepCopy()
+	return nil
+}
+
+func (s storedConfigMap) Delete(ctx context.Context, key string, out runtime.Object, pre *storage.Preconditions, validate storage.ValidateObjectFunc) error {
+	cm := s.cm.DeepCopy()
+	if err := pre.Check(key, cm); err != nil {
+		return err
+	}
+	if validate != nil {
+		if err := validate(ctx, cm); err != nil {
+			return err
+		}
+	}
+	*out.(*corev1.ConfigMap) = *cm
 	return nil
 }
 
