@@ -33,10 +33,10 @@ import (
 // …/proxy is the path on the pod or endpoint. Each request is sent by
 // apimachinery's UpgradeAwareHandler with its proxy transport wrapping
 // (X-Forwarded-* headers, HTML links and redirects rewritten under the
-// proxy path), to a pod IP or to one ready endpoint of the Service picked
-// at random, as upstream does. The location decisions are the pure
-// functions podProxyLocation and serviceProxyLocation; the I/O (reading
-// the pod, service and EndpointSlices) is in the Server methods.
+// proxy path), to a pod IP or to a ready endpoint of the Service sought
+// from a random start, as upstream does. The location decisions are the
+// pure functions podProxyLocation and serviceProxyLocation; the I/O
+// (reading the pod, service and EndpointSlices) is in the Server methods.
 
 // proxyMethods are the HTTP methods the proxy subresources connect, as
 // kube-apiserver's pod and service ProxyREST list them; another method is
@@ -112,40 +112,53 @@ func servicePortName(svc *corev1.Service, name, port string) (string, error) {
 }
 
 // serviceProxyLocation picks the endpoint a services/proxy request goes
-// to among the Service's EndpointSlices: the first address of an endpoint
-// not marked unready, in a slice of IP addresses with a port of that name;
-// pick chooses among the candidates (upstream: at random). No slice, or
-// no candidate, is upstream's 503 "no endpoints available for service"
-// (the first names the Service, the second the request's id).
+// to among the Service's EndpointSlices, as kube-apiserver's service REST
+// has since kubernetes PR 134860 (1.37), which ported to it the
+// aggregator's EndpointSlice resolver (apiserver's util/proxy
+// ResolveEndpoint): the slices in random order; in each, a port named
+// portName with a number (a port without a name matches no name, not even
+// ""); from a random endpoint on, the first not marked unready (no
+// condition counts as ready); its first address, whatever the slice's
+// address type. pick(n) returns a random index below n (upstream: at
+// random). No slice, or no endpoint found, is upstream's 503 "no
+// endpoints available for service" (the first names the Service, the
+// second the request's id).
 func serviceProxyLocation(slices []discoveryv1.EndpointSlice, name, id, scheme, portName string, pick func(n int) int) (*url.URL, error) {
 	if len(slices) == 0 {
 		return nil, apierrors.NewServiceUnavailable(fmt.Sprintf("no endpoints available for service %q", name))
 	}
-	var hosts []string
-	for _, sl := range slices {
-		if sl.AddressType != discoveryv1.AddressTypeIPv4 && sl.AddressType != discoveryv1.AddressTypeIPv6 {
+	left := make([]int, len(slices))
+	for i := range left {
+		left[i] = i
+	}
+	for len(left) > 0 {
+		k := pick(len(left))
+		sl := &slices[left[k]]
+		left = append(left[:k], left[k+1:]...)
+		if host, ok := readyEndpoint(sl, portName, pick); ok {
+			return &url.URL{Scheme: scheme, Host: host}, nil
+		}
+	}
+	return nil, apierrors.NewServiceUnavailable(fmt.Sprintf("no endpoints available for service %q", id))
+}
+
+// readyEndpoint is the host:port serviceProxyLocation finds in one slice,
+// if any.
+func readyEndpoint(sl *discoveryv1.EndpointSlice, portName string, pick func(n int) int) (string, bool) {
+	for _, p := range sl.Ports {
+		if p.Name == nil || *p.Name != portName || p.Port == nil || len(sl.Endpoints) == 0 {
 			continue
 		}
-		for _, p := range sl.Ports {
-			pn := ""
-			if p.Name != nil {
-				pn = *p.Name
-			}
-			if pn != portName || p.Port == nil {
+		from := pick(len(sl.Endpoints))
+		for i := range sl.Endpoints {
+			ep := &sl.Endpoints[(from+i)%len(sl.Endpoints)]
+			if len(ep.Addresses) == 0 || (ep.Conditions.Ready != nil && !*ep.Conditions.Ready) {
 				continue
 			}
-			for _, ep := range sl.Endpoints {
-				if len(ep.Addresses) == 0 || (ep.Conditions.Ready != nil && !*ep.Conditions.Ready) {
-					continue
-				}
-				hosts = append(hosts, net.JoinHostPort(ep.Addresses[0], strconv.Itoa(int(*p.Port))))
-			}
+			return net.JoinHostPort(ep.Addresses[0], strconv.Itoa(int(*p.Port))), true
 		}
 	}
-	if len(hosts) == 0 {
-		return nil, apierrors.NewServiceUnavailable(fmt.Sprintf("no endpoints available for service %q", id))
-	}
-	return &url.URL{Scheme: scheme, Host: hosts[pick(len(hosts))]}, nil
+	return "", false
 }
 
 // proxySubpath is the path a proxy request names past …/proxy: "" for
@@ -188,10 +201,6 @@ func (s *Server) serveProxySubresource(w http.ResponseWriter, r *http.Request, i
 	}
 	if err := connectDryRunRefused(r); err != nil {
 		endpoints.WriteError(w, r, s.codecs, err, gr, info.Name)
-		return true
-	}
-	if info.Name == "" {
-		endpoints.WriteError(w, r, s.codecs, endpoints.NameRequired(), gr, info.Name)
 		return true
 	}
 	defer s.requestMetrics.ConnectStarted(r, info)()
