@@ -203,6 +203,10 @@ func (s *Server) serveProxySubresource(w http.ResponseWriter, r *http.Request, i
 		endpoints.WriteError(w, r, s.codecs, err, gr, info.Name)
 		return true
 	}
+	if info.Name == "" {
+		endpoints.WriteError(w, r, s.codecs, endpoints.NameRequired(), gr, info.Name)
+		return true
+	}
 	defer s.requestMetrics.ConnectStarted(r, info)()
 	var loc *url.URL
 	var err error
