@@ -212,7 +212,8 @@ func (k *Kubelet) reportRand() float64 {
 
 // updateNodeStatus posts node status if it changed, if force, or if the
 // report frequency (moved by nodeReportDelay) elapsed; it retries once on
-// conflict with a fresh node.
+// conflict with a fresh node, recording the node status events of each
+// attempt.
 // As upstream's kubelet, it compares against the Node as the API server
 // has it (read from the watch cache, resourceVersion "0"), not only its own
 // last write: the node lifecycle controller may have set Ready=Unknown
@@ -235,10 +236,12 @@ func (k *Kubelet) updateNodeStatus(ctx context.Context, force bool) error {
 			return fmt.Errorf("node %s not registered", k.cfg.NodeName)
 		}
 		st := NodeStatus(&k.cfg, &node.Status, k.Pressure(), version, verr, now)
-		if attempt == 0 {
-			k.recordNodeStatusEvents(nodeStatusEvents(node.Status.Conditions, st.Conditions))
-			k.recordSchedulableEvent(node.Spec.Unschedulable)
-		}
+		// On every attempt, against the node it was computed from, as
+		// upstream's status setters: a retry after a conflict records them
+		// again, or records those of a change another writer made meanwhile
+		// (the node lifecycle controller's Unknown).
+		k.recordNodeStatusEvents(nodeStatusEvents(node.Status.Conditions, st.Conditions))
+		k.recordSchedulableEvent(node.Spec.Unschedulable)
 		changed := force || nodeStatusChanged(&node.Status, &st)
 		if !changed && !due {
 			return nil
