@@ -230,6 +230,24 @@ func TestPatchResultOtherServedVersion(t *testing.T) {
 		t.Errorf("warnings %q, want the unknown core fields", w)
 	}
 
+	// The other way round: an events.k8s.io/v1 Event patched to say v1 is
+	// read as a core/v1 Event, which has no note: the patch says the
+	// message again, or the conversion's empty note is an immutable
+	// field changed (422), as upstream's conversion through the internal
+	// type loses it too.
+	const evsV1 = "/apis/events.k8s.io/v1/namespaces/default/events"
+	r = e.do("PATCH", evsV1+"/e", []byte(`[{"op":"replace","path":"/apiVersion","value":"v1"},{"op":"add","path":"/message","value":"hello"},{"op":"add","path":"/metadata/labels","value":{"x":"y"}}]`),
+		"Content-Type", "application/json-patch+json")
+	if r.code != http.StatusOK {
+		t.Fatalf("events.k8s.io/v1: %d, want 200: %s", r.code, r.body)
+	}
+	if body := string(r.body); !strings.Contains(body, `"kind":"Event","apiVersion":"events.k8s.io/v1"`) || !strings.Contains(body, `"labels":{"x":"y"}`) || !strings.Contains(body, `"note":"hello"`) {
+		t.Errorf("events.k8s.io/v1: patched event: %s", body)
+	}
+	if w := strings.Join(r.header.Values("Warning"), "\n"); !strings.Contains(w, `unknown field \"regarding\"`) {
+		t.Errorf("events.k8s.io/v1: warnings %q, want the unknown events.k8s.io fields", w)
+	}
+
 	r = e.do("PATCH", deps+"/d", []byte(`{"apiVersion":"apps/v1beta2"}`), "Content-Type", mergeT)
 	if r.code != http.StatusUnprocessableEntity {
 		t.Fatalf("apps/v1beta2: %d, want 422: %s", r.code, r.body)
