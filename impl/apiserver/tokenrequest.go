@@ -68,7 +68,9 @@ func (s *Server) serveTokenRequest(w http.ResponseWriter, r *http.Request, gv sc
 	// Warning headers, as on other writes.
 	w, r = endpoints.CollectWarnings(w, r)
 	req := &authenticationv1.TokenRequest{}
-	if err := s.readObject(w, r, authenticationv1.SchemeGroupVersion.WithKind("TokenRequest"), req, defaultTokenRequest); err != nil {
+	// Unknown fields are still ignored here, unlike kube-apiserver's
+	// create handler (README).
+	if err := s.readObject(w, r, authenticationv1.SchemeGroupVersion.WithKind("TokenRequest"), req, defaultTokenRequest, metav1.FieldValidationIgnore); err != nil {
 		endpoints.WriteError(w, r, s.codecs, err, tokenRequestGR, info.Name)
 		return true
 	}

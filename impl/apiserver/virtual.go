@@ -87,8 +87,18 @@ func (s *Server) serveVirtual(w http.ResponseWriter, r *http.Request, gv schema.
 	case info.Verb != "create":
 		endpoints.WriteStatusError(w, r, s.codecs, endpoints.MethodNotAllowed())
 	default:
+		// A review is decoded as any create: its options are checked
+		// before the body is read, and fieldValidation (Warn by default)
+		// applies to its unknown and duplicate fields, whose warnings go
+		// out as Warning headers.
+		w, r = endpoints.CollectWarnings(w, r)
+		_, fieldValidation, err := endpoints.CreateOptions(r)
+		if err != nil {
+			endpoints.WriteError(w, r, s.codecs, err, gr, "")
+			return true
+		}
 		in := v.newObj()
-		if err := s.readObject(w, r, v.gvr.GroupVersion().WithKind(v.kind), in, nil); err != nil {
+		if err := s.readObject(w, r, v.gvr.GroupVersion().WithKind(v.kind), in, nil, fieldValidation); err != nil {
 			endpoints.WriteError(w, r, s.codecs, err, gr, "")
 			return true
 		}
@@ -152,8 +162,10 @@ func matchRequestNamespace(obj runtime.Object, namespaced bool, ns string) error
 // words for a body that does not decode into want: endpoints.DecodeInto).
 // The audit event records the decoded object with defaults (the scheme's
 // defaults of kind want, nil when it has none) applied, as
-// kube-apiserver's decoder applies them.
-func (s *Server) readObject(w http.ResponseWriter, r *http.Request, want schema.GroupVersionKind, into runtime.Object, defaults func(runtime.Object)) error {
+// kube-apiserver's decoder applies them. fieldValidation is the create's
+// (Strict, Warn or Ignore): under Strict an unknown or duplicate field is
+// the decoder's 400, under Warn a warning added to the request.
+func (s *Server) readObject(w http.ResponseWriter, r *http.Request, want schema.GroupVersionKind, into runtime.Object, defaults func(runtime.Object), fieldValidation string) error {
 	limit := s.cfg.MaxRequestBodyBytes
 	if r.ContentLength > limit {
 		return apierrors.NewRequestEntityTooLargeError(fmt.Sprintf("limit is %d", limit))
@@ -170,10 +182,16 @@ func (s *Server) readObject(w http.ResponseWriter, r *http.Request, want schema.
 	if err != nil {
 		return err
 	}
-	// Unknown fields are ignored here, as before.
-	obj, _, err := endpoints.DecodeInto(info.Serializer, body, want, into, metav1.FieldValidationIgnore)
+	dec := info.Serializer
+	if fieldValidation != metav1.FieldValidationIgnore && info.StrictSerializer != nil {
+		dec = info.StrictSerializer
+	}
+	obj, warnings, err := endpoints.DecodeInto(dec, body, want, into, fieldValidation)
 	if err != nil {
 		return err
+	}
+	for _, msg := range warnings {
+		request.AddWarning(r.Context(), msg)
 	}
 	if m, err := meta.Accessor(obj); err == nil {
 		audit.LogRequestObject(r.Context(), m, s.codecs.RequestObjectJSON(obj, want.GroupVersion(), defaults))
