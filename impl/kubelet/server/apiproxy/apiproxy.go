@@ -144,51 +144,74 @@ func containerFor(pod *corev1.Pod, container string) (string, error) {
 	return "", apierrors.NewBadRequest(fmt.Sprintf("container %s is not valid for pod %s", container, pod.Name))
 }
 
-// logQuery validates the PodLogOptions of a pods/log request and returns
-// the kubelet's query.
-func logQuery(q url.Values) (url.Values, error) {
-	out := url.Values{}
-	var errs field.ErrorList
-	for _, name := range []string{"follow", "previous", "timestamps"} {
-		if v := q.Get(name); v != "" {
-			if _, err := strconv.ParseBool(v); err != nil {
-				errs = append(errs, field.Invalid(field.NewPath(name), v, "must be a boolean"))
-				continue
+// logQuery decodes and validates the PodLogOptions of a pods/log request
+// for pod name as kube-apiserver does, and returns the kubelet's query.
+// Decoding is its query conversion's: the first value of each parameter;
+// a boolean is true for any value but "0" and "false" (any case), an empty
+// one too; an integer or a time (RFC 3339; empty or "null" is the zero
+// time, still set) that does not parse is a 400 with the parser's message,
+// the first in the conversion's field order. Validation is
+// ValidatePodLogOptions', a 422 naming the pod.
+func logQuery(q url.Values, name string) (url.Values, error) {
+	flag := func(param string) bool {
+		v, ok := q[param]
+		return ok && len(v) > 0 && v[0] != "0" && !strings.EqualFold(v[0], "false")
+	}
+	ints := map[string]*int64{}
+	var sinceTime *time.Time
+	for _, param := range []string{"sinceSeconds", "sinceTime", "tailLines", "limitBytes"} {
+		v, ok := q[param]
+		if !ok || len(v) == 0 {
+			continue
+		}
+		if param == "sinceTime" {
+			t := time.Time{}
+			if v[0] != "" && v[0] != "null" {
+				parsed, err := time.Parse(time.RFC3339, v[0])
+				if err != nil {
+					return nil, apierrors.NewBadRequest(err.Error())
+				}
+				t = parsed
 			}
-			out.Set(name, v)
-		}
-	}
-	for _, p := range []struct {
-		name string
-		min  int64
-	}{{"tailLines", 0}, {"limitBytes", 1}, {"sinceSeconds", 1}} {
-		v := q.Get(p.name)
-		if v == "" {
+			sinceTime = &t
 			continue
 		}
-		n, err := strconv.ParseInt(v, 10, 64)
+		n, err := strconv.ParseInt(v[0], 10, 64)
 		if err != nil {
-			errs = append(errs, field.Invalid(field.NewPath(p.name), v, "must be an integer"))
-			continue
+			return nil, apierrors.NewBadRequest(err.Error())
 		}
-		if n < p.min {
-			errs = append(errs, field.Invalid(field.NewPath(p.name), n, fmt.Sprintf("must be greater than or equal to %d", p.min)))
-			continue
-		}
-		out.Set(p.name, v)
+		ints[param] = &n
 	}
-	if v := q.Get("sinceTime"); v != "" {
-		if _, err := time.Parse(time.RFC3339, v); err != nil {
-			errs = append(errs, field.Invalid(field.NewPath("sinceTime"), v, "must be an RFC 3339 time"))
-		} else {
-			out.Set("sinceTime", v)
-		}
-		if q.Get("sinceSeconds") != "" {
-			errs = append(errs, field.Forbidden(field.NewPath(""), "at most one of `sinceTime` or `sinceSeconds` may be specified"))
-		}
+	var errs field.ErrorList
+	if n := ints["tailLines"]; n != nil && *n < 0 {
+		errs = append(errs, field.Invalid(field.NewPath("tailLines"), *n, "must be greater than or equal to 0"))
+	}
+	if n := ints["limitBytes"]; n != nil && *n < 1 {
+		errs = append(errs, field.Invalid(field.NewPath("limitBytes"), *n, "must be greater than 0"))
+	}
+	switch since := ints["sinceSeconds"]; {
+	case since != nil && sinceTime != nil:
+		errs = append(errs, field.Forbidden(field.NewPath(""), "at most one of `sinceTime` or `sinceSeconds` may be specified"))
+	case since != nil && *since < 1:
+		errs = append(errs, field.Invalid(field.NewPath("sinceSeconds"), *since, "must be greater than 0"))
 	}
 	if len(errs) > 0 {
-		return nil, apierrors.NewInvalid(logOptsGK, "", errs)
+		return nil, apierrors.NewInvalid(logOptsGK, name, errs)
+	}
+	// The kubelet's query, as kube-apiserver's LogLocation writes it.
+	out := url.Values{}
+	for _, param := range []string{"follow", "previous", "timestamps"} {
+		if flag(param) {
+			out.Set(param, "true")
+		}
+	}
+	for _, param := range []string{"sinceSeconds", "tailLines", "limitBytes"} {
+		if n := ints[param]; n != nil {
+			out.Set(param, strconv.FormatInt(*n, 10))
+		}
+	}
+	if sinceTime != nil {
+		out.Set("sinceTime", sinceTime.Format(time.RFC3339))
 	}
 	return out, nil
 }
@@ -198,7 +221,7 @@ func logQuery(q url.Values) (url.Values, error) {
 // was written.
 func (p *Proxy) PodLog(w http.ResponseWriter, r *http.Request, namespace, name string) error {
 	q := r.URL.Query()
-	kq, err := logQuery(q)
+	kq, err := logQuery(q, name)
 	if err != nil {
 		return err
 	}
@@ -212,9 +235,9 @@ func (p *Proxy) PodLog(w http.ResponseWriter, r *http.Request, namespace, name s
 		return err
 	}
 	if pod.Spec.NodeName == "" {
-		// As kube-apiserver: a pod not yet on a node has an empty log.
-		w.Header().Set("Content-Type", "text/plain")
-		w.WriteHeader(http.StatusOK)
+		// As kube-apiserver: a pod not yet on a node has no log location,
+		// and a stream without one is answered 204 No Content.
+		w.WriteHeader(http.StatusNoContent)
 		return nil
 	}
 	u, err := p.kubeletURL(ctx, pod.Spec.NodeName, "/containerLogs/"+namespace+"/"+name+"/"+container, kq)

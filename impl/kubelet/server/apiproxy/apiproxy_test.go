@@ -201,8 +201,8 @@ func TestPodLog(t *testing.T) {
 		{base + "multi/log", "a container name must be specified for pod multi, choose one of: [a b]", 400},
 		{base + "multi/log?container=c", "container c is not valid for pod multi", 400},
 		{base + "nope/log", `pods "nope" not found`, 404},
-		{base + "pending/log", "", 200},
-		{base + "web/log?tailLines=-1", `PodLogOptions "" is invalid: tailLines: Invalid value: -1: must be greater than or equal to 0`, 422},
+		{base + "pending/log", "", 204},
+		{base + "web/log?tailLines=-1", `PodLogOptions "web" is invalid: tailLines: Invalid value: -1: must be greater than or equal to 0`, 422},
 		{base + "web/log?previous=true", `previous terminated container "app" in pod "web" not found`, 400},
 	} {
 		if code, body := e.get(tc.path); code != tc.code || body != tc.want {
@@ -223,6 +223,50 @@ func TestPodLog(t *testing.T) {
 		if l, err := r.ReadString('\n'); l != want || err != nil {
 			t.Fatalf("followed %q %v, want %q", l, err, want)
 		}
+	}
+}
+
+// TestPodLogOptionsAsKubeApiserver: pods/log decodes its options as
+// kube-apiserver's query conversion (a boolean is true for any value but
+// "0" and "false", even empty; an integer or time that does not parse is a
+// 400 with the parser's message; sinceTime empty or "null" is set, to the
+// zero time), validates them with ValidatePodLogOptions' messages in a 422
+// naming the pod, and answers a pod on no node 204 No Content (no log
+// location). FuzzPodLog found these.
+func TestPodLogOptionsAsKubeApiserver(t *testing.T) {
+	e := newEnv(t)
+	e.waitNode()
+	e.runPod("web", "node-1", map[string]string{sim.AnnotationLogs: "one\ntwo"}, "app")
+	e.runPod("pending", "", nil, "app")
+	const base = "/api/v1/namespaces/default/pods/"
+	for _, tc := range []struct {
+		path, want string
+		code       int
+	}{
+		{base + "web/log?tailLines=-1", `PodLogOptions "web" is invalid: tailLines: Invalid value: -1: must be greater than or equal to 0`, 422},
+		{base + "web/log?limitBytes=0", `PodLogOptions "web" is invalid: limitBytes: Invalid value: 0: must be greater than 0`, 422},
+		{base + "web/log?sinceSeconds=0", `PodLogOptions "web" is invalid: sinceSeconds: Invalid value: 0: must be greater than 0`, 422},
+		{base + "web/log?sinceSeconds=5&sinceTime=", "PodLogOptions \"web\" is invalid: []: Forbidden: at most one of `sinceTime` or `sinceSeconds` may be specified", 422},
+		{base + "web/log?tailLines=x", `strconv.ParseInt: parsing "x": invalid syntax`, 400},
+		{base + "web/log?limitBytes=1.5&tailLines=x", `strconv.ParseInt: parsing "x": invalid syntax`, 400},
+		{base + "web/log?sinceTime=2020-01-01", `parsing time "2020-01-01" as "2006-01-02T15:04:05Z07:00": cannot parse "" as "T"`, 400},
+		{base + "web/log?sinceTime=null", "one\ntwo\n", 200},
+		{base + "web/log?follow=0&timestamps=false&tailLines=1", "two\n", 200},
+		{base + "web/log?previous=maybe", `previous terminated container "app" in pod "web" not found`, 400},
+		{base + "web/log?previous=", `previous terminated container "app" in pod "web" not found`, 400},
+		{base + "web/log?previous=FALSE&limitBytes=2", "on", 200},
+		{base + "nope/log?tailLines=-1", `PodLogOptions "nope" is invalid: tailLines: Invalid value: -1: must be greater than or equal to 0`, 422},
+		{base + "pending/log", "", 204},
+		{base + "pending/log?timestamps=x", "", 204},
+	} {
+		if code, body := e.get(tc.path); code != tc.code || body != tc.want {
+			t.Errorf("GET %s = %d %q, want %d %q", tc.path, code, body, tc.code, tc.want)
+		}
+	}
+	// timestamps with an empty value is set: every line has its time.
+	code, body := e.get(base + "web/log?timestamps=")
+	if lines := strings.Split(strings.TrimSuffix(body, "\n"), "\n"); code != 200 || len(lines) != 2 || !strings.HasSuffix(lines[0], " one") || len(lines[0]) < len("2006-01-02T15:04:05Z one") {
+		t.Errorf("GET web/log?timestamps= = %d %q, want two lines with their times", code, body)
 	}
 }
 
