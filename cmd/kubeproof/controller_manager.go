@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
@@ -37,6 +38,11 @@ func newControllerManagerCommand() *cobra.Command {
 			if _, err := logOpts.logger(); err != nil {
 				return err
 			}
+			controllers, errs := controllermanager.NormalizeControllers(cfg.Controllers)
+			if err := utilerrors.NewAggregate(errs); err != nil {
+				return err
+			}
+			cfg.Controllers = controllers
 			restConfig, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 			if err != nil {
 				return fmt.Errorf("loading kubeconfig: %w", err)
@@ -83,7 +89,7 @@ func newControllerManagerCommand() *cobra.Command {
 	}
 	f := cmd.Flags()
 	f.StringVar(&kubeconfig, "kubeconfig", "", "path to a kubeconfig file for the API server (empty: in-cluster config)")
-	f.StringSliceVar(&cfg.Controllers, "controllers", cfg.Controllers, "controllers to run: '*' for all, 'name' to enable, '-name' to disable ("+fmt.Sprint(controllermanager.AllControllers)+")")
+	f.StringSliceVar(&cfg.Controllers, "controllers", cfg.Controllers, "controllers to run: '*' for all, 'name' to enable, '-name' to disable ("+fmt.Sprint(controllermanager.AllControllers)+"; kube-controller-manager's canonical names, such as deployment-controller, and podgc name them too)")
 	f.BoolVar(&cfg.UseServiceAccountCredentials, "use-service-account-credentials", cfg.UseServiceAccountCredentials, "each controller writes as its own kube-system service account (tokens from the TokenRequest API), so RBAC grants it only its system:controller:<name> role")
 	f.StringVar(&rootCAFile, "root-ca-file", "", "PEM bundle published to every namespace as the kube-root-ca.crt ConfigMap and written as ca.crt into service account token secrets (default: the kubeconfig's certificate authority)")
 	f.StringVar(&saKeyFile, "service-account-private-key-file", "", "PEM private key that signs the tokens of kubernetes.io/service-account-token Secrets (without it the serviceaccount-token controller does not run)")
