@@ -56,7 +56,8 @@ On failure (and with --report-on-success also on success) writes a report into -
 history.html (open in a browser), operations.json, watches.json, violations.json,
 summary.txt. See linearizability/README.md for how to read it.
 
-Without --namespace a fresh namespace is created and deleted afterwards.`,
+Without --namespace a fresh namespace is created and deleted afterwards; with it, the
+run's ConfigMaps are deleted afterwards and the namespace stays.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			logger, err := logs.logger()
@@ -88,6 +89,8 @@ Without --namespace a fresh namespace is created and deleted afterwards.`,
 			h, err := rec.Run(ctx)
 			if ownNamespace {
 				deleteNamespace(cfg, namespace)
+			} else if h != nil {
+				deleteConfigMaps(cfg, namespace, h.Keys)
 			}
 			if err != nil {
 				return err
@@ -116,7 +119,7 @@ Without --namespace a fresh namespace is created and deleted afterwards.`,
 	fs := cmd.Flags()
 	logs.addFlags(fs)
 	fs.StringVar(&kubeconfig, "kubeconfig", "", "Kubeconfig of the API server to check (required).")
-	fs.StringVar(&namespace, "namespace", "", "Namespace for the test ConfigMaps (default: a fresh one, deleted afterwards).")
+	fs.StringVar(&namespace, "namespace", "", "Namespace for the test ConfigMaps: they are deleted afterwards, the namespace stays (default: a fresh namespace, deleted afterwards).")
 	fs.DurationVar(&duration, "duration", 30*time.Second, "How long to record.")
 	fs.IntVar(&clients, "clients", 8, "Concurrent clients.")
 	fs.IntVar(&watchers, "watchers", 3, "Concurrent watchers (0: none, no watch stream is checked).")
@@ -156,6 +159,20 @@ func recorderWatchers(n int) int {
 		return -1
 	}
 	return n
+}
+
+// deleteConfigMaps removes the run's ConfigMaps from a namespace the
+// user gave (best effort, with its own deadline as deleteNamespace).
+func deleteConfigMaps(cfg *rest.Config, namespace string, names []string) {
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for _, name := range names {
+		_ = cs.CoreV1().ConfigMaps(namespace).Delete(ctx, name, metav1.DeleteOptions{})
+	}
 }
 
 // deleteNamespace removes the namespace the check created (best effort,

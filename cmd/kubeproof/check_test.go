@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"github.com/kubeproof/kubeproof/impl/cluster/clustertest"
 )
 
@@ -74,5 +76,31 @@ func TestCheckLinearizabilityNoWatchers(t *testing.T) {
 	}
 	if !strings.Contains(out.String(), " watches=0 ") || !strings.Contains(out.String(), "result=PASS") {
 		t.Errorf("want a PASS with watches=0:\n%s", out.String())
+	}
+}
+
+// TestCheckLinearizabilityCleansGivenNamespace: with --namespace the
+// namespace stays, but the run's ConfigMaps go (they were left behind,
+// five more after every run in a namespace a CI job reuses).
+func TestCheckLinearizabilityCleansGivenNamespace(t *testing.T) {
+	c, cs := clustertest.Start(t, clustertest.Options{})
+	cmd := newCheckCommand()
+	var out bytes.Buffer
+	cmd.SetOut(&out)
+	cmd.SetArgs([]string{"linearizability", "--kubeconfig", c.AdminKubeconfig, "--duration", "1s", "--clients", "2", "--namespace", "default", "--report", t.TempDir()})
+	if err := cmd.Execute(); err != nil {
+		t.Fatalf("check linearizability: %v\n%s", err, out.String())
+	}
+	list, err := cs.CoreV1().ConfigMaps("default").List(t.Context(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, cm := range list.Items {
+		if strings.HasPrefix(cm.Name, "lin-") {
+			t.Errorf("ConfigMap %s left in the given namespace", cm.Name)
+		}
+	}
+	if _, err := cs.CoreV1().Namespaces().Get(t.Context(), "default", metav1.GetOptions{}); err != nil {
+		t.Errorf("the given namespace: %v", err)
 	}
 }
