@@ -4,7 +4,9 @@ import (
 	"bufio"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
+	"runtime/debug"
 	"strconv"
 	"strings"
 )
@@ -59,10 +61,71 @@ func ThisMachine() Machine {
 	if data, err := os.ReadFile("/sys/kernel/mm/transparent_hugepage/enabled"); err == nil {
 		m.TransparentHugePages = selectedMode(string(data))
 	}
-	if out, err := exec.Command("git", "rev-parse", "--short", "HEAD").Output(); err == nil {
-		m.Commit = strings.TrimSpace(string(out))
+	var settings []debug.BuildSetting
+	if info, ok := debug.ReadBuildInfo(); ok {
+		settings = info.Settings
 	}
+	m.Commit = commitOf(settings, repositoryHead)
 	return m
+}
+
+// modulePath is this repository's Go module, which tells its checkouts
+// from other repositories.
+const modulePath = "github.com/kubeproof/kubeproof"
+
+// commitOf names the kubeproof commit measured: the revision Go stamped
+// into the binary (its first 12 digits, "-dirty" when the tree was
+// modified); for a binary built without it (go run, -buildvcs=false),
+// the HEAD of the repository the process runs in when that repository
+// is kubeproof's (repo gives its module path and short HEAD); else
+// "unknown", never another project's commit.
+func commitOf(settings []debug.BuildSetting, repo func() (module, head string, ok bool)) string {
+	var revision, modified string
+	for _, s := range settings {
+		switch s.Key {
+		case "vcs.revision":
+			revision = s.Value
+		case "vcs.modified":
+			modified = s.Value
+		}
+	}
+	if revision != "" {
+		if len(revision) > 12 {
+			revision = revision[:12]
+		}
+		if modified == "true" {
+			revision += "-dirty"
+		}
+		return revision
+	}
+	if module, head, ok := repo(); ok && module == modulePath {
+		return head
+	}
+	return "unknown"
+}
+
+// repositoryHead is the module path (go.mod's module line at the
+// repository's top level) and short HEAD of the git repository holding
+// the working directory.
+func repositoryHead() (module, head string, ok bool) {
+	out, err := exec.Command("git", "rev-parse", "--show-toplevel", "--short", "HEAD").Output()
+	if err != nil {
+		return "", "", false
+	}
+	lines := strings.Fields(string(out))
+	if len(lines) != 2 {
+		return "", "", false
+	}
+	gomod, err := os.ReadFile(filepath.Join(lines[0], "go.mod"))
+	if err != nil {
+		return "", "", false
+	}
+	for _, line := range strings.Split(string(gomod), "\n") {
+		if rest, found := strings.CutPrefix(strings.TrimSpace(line), "module "); found {
+			return strings.Trim(strings.TrimSpace(rest), `"`), lines[1], true
+		}
+	}
+	return "", "", false
 }
 
 // memTotalMiB is the MemTotal line of /proc/meminfo's content, in MiB; 0
