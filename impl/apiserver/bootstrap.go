@@ -8,17 +8,21 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/kubeproof/kubeproof/impl/apiserver/endpoints"
-	"github.com/kubeproof/kubeproof/impl/apiserver/request"
 )
 
 // Objects a resource's storage creates at start (resource.Bootstrap): the
 // system PriorityClasses, which kube-apiserver's
 // scheduling/bootstrap-system-priority-classes post-start hook creates
-// through its loopback client. Each object is read; a missing one is
-// created through the create path (defaults, admission, validation), one
+// through its loopback client. Each object is read, and a missing one
+// created, by the server's in-process loopback client
+// (loopback_inprocess.go: the full handler, so audited, admitted,
+// validated, and recorded in managedFields under kube-apiserver); one
 // that exists is left as it is. A read failing is retried, as is a create
 // the server answers 503; any other refused create fails the hook, and so
 // the start, as the hook failing stops kube-apiserver. The hook retries
@@ -90,8 +94,6 @@ func bootstrapDecision(getErr, createErr error) bootstrapStep {
 // exists, an attempt fails, or bootstrapTimeout has passed; ctx ending
 // stops it too.
 func (s *Server) runBootstrap(ctx context.Context, b bootstrapHook) error {
-	// As the loopback client: the server's own identity for admission.
-	ctx = request.WithUser(ctx, s.loopback.user)
 	timeout := b.timeout
 	if timeout == 0 {
 		timeout = bootstrapTimeout
@@ -126,33 +128,36 @@ func (s *Server) runBootstrap(ctx context.Context, b bootstrapHook) error {
 	}
 }
 
-// loopbackManager is the field manager kube-apiserver's loopback client's
-// creates are recorded under (its user agent's product).
-const loopbackManager = "kube-apiserver"
-
 // errBootstrapRetry marks an attempt to be made again.
 var errBootstrapRetry = errors.New("will retry")
 
-// bootstrapOnce reads each object and creates the missing ones; it stops
-// at the first object to retry (err wraps errBootstrapRetry) or failing.
+// bootstrapOnce reads each object and creates the missing ones, through
+// the loopback client as kube-apiserver's hook (audited; managedFields
+// under kube-apiserver); it stops at the first object to retry (err wraps
+// errBootstrapRetry) or failing.
 func (s *Server) bootstrapOnce(ctx context.Context, b bootstrapHook) (done bool, err error) {
+	res := b.handler.Resource()
+	gvr := res.GroupVersionResource()
 	for _, obj := range b.objects() {
 		m, err := meta.Accessor(obj)
 		if err != nil {
 			return false, fmt.Errorf("bootstrap object %T: %w", obj, err)
 		}
 		name := m.GetName()
-		_, getErr := b.handler.GetObject(ctx, m.GetNamespace(), name)
+		client := s.self.dynamic.Resource(gvr).Namespace(m.GetNamespace())
+		_, getErr := client.Get(ctx, name, metav1.GetOptions{})
 		var createErr error
 		if apierrors.IsNotFound(getErr) {
-			info := &request.Info{IsResourceRequest: true, Verb: "create", APIGroup: b.handler.Resource().GroupVersion.Group,
-				APIVersion: b.handler.Resource().GroupVersion.Version, Resource: b.handler.Resource().Name, Namespace: m.GetNamespace()}
-			_, createErr = b.handler.CreateObjectManaged(ctx, info, obj, loopbackManager)
+			var u *unstructured.Unstructured
+			if u, createErr = s.toUnstructured(obj, res.GroupVersion); createErr != nil {
+				return false, fmt.Errorf("bootstrap %s %q: %w", res.Name, name, createErr)
+			}
+			_, createErr = client.Create(ctx, u, metav1.CreateOptions{})
 		}
 		switch bootstrapDecision(getErr, createErr) {
 		case bootstrapDone:
 			if getErr != nil {
-				s.log.Debug("created bootstrap object", "hook", b.name, "resource", b.handler.Resource().Name, "name", name)
+				s.log.Debug("created bootstrap object", "hook", b.name, "resource", res.Name, "name", name)
 			}
 		case bootstrapRetry:
 			cause := getErr
@@ -160,10 +165,26 @@ func (s *Server) bootstrapOnce(ctx context.Context, b bootstrapHook) (done bool,
 				cause = createErr
 			}
 			s.log.Warn("bootstrap object not ready, retrying", "hook", b.name, "name", name, "err", cause)
-			return false, fmt.Errorf("%s %q: %w: %w", b.handler.Resource().Name, name, errBootstrapRetry, cause)
+			return false, fmt.Errorf("%s %q: %w: %w", res.Name, name, errBootstrapRetry, cause)
 		case bootstrapFail:
-			return false, fmt.Errorf("creating %s %q: %w", b.handler.Resource().Name, name, createErr)
+			return false, fmt.Errorf("creating %s %q: %w", res.Name, name, createErr)
 		}
 	}
 	return true, nil
+}
+
+// toUnstructured is obj as the dynamic client sends it: its fields, and
+// the apiVersion and kind of gv the scheme gives its type.
+func (s *Server) toUnstructured(obj runtime.Object, gv schema.GroupVersion) (*unstructured.Unstructured, error) {
+	kinds, _, err := s.codecs.Scheme.ObjectKinds(obj)
+	if err != nil {
+		return nil, fmt.Errorf("finding the kind of %T: %w", obj, err)
+	}
+	fields, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+	if err != nil {
+		return nil, fmt.Errorf("converting %T: %w", obj, err)
+	}
+	u := &unstructured.Unstructured{Object: fields}
+	u.SetGroupVersionKind(gv.WithKind(kinds[0].Kind))
+	return u, nil
 }

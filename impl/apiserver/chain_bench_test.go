@@ -34,7 +34,10 @@ func fullChain(c *apiserver.Config) {
 		if err != nil {
 			return p, err
 		}
-		p.Authorizer = auth.AuthorizerUnion{n, r}
+		// system:masters first, as kube-apiserver (and impl/cluster)
+		// always authorize it: the server's own loopback requests at
+		// start come before the RBAC policy is written.
+		p.Authorizer = auth.AuthorizerUnion{auth.PrivilegedGroups{bootstrappolicy.SystemMastersGroup}, n, r}
 		p.Starters = []func(context.Context){n.Run, r.Run}
 		p.WaitReady = []func(context.Context) error{
 			func(ctx context.Context) error { return bootstrappolicy.Ensure(ctx, stores) },

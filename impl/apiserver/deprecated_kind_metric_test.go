@@ -13,9 +13,14 @@ import (
 // gauge apiserver_requested_deprecated_apis to 1 for the group, version,
 // resource and subresource, with the kind's removed_release (none for
 // v1 Endpoints); the router's 405 and other kinds' requests set nothing.
+// The `kubernetes` Endpoints' reconciler is off: its requests, the
+// server's own through its loopback client, are served requests to the
+// deprecated kind too.
 func TestRequestedDeprecatedAPIsGauge(t *testing.T) {
 	reg := prometheus.NewRegistry()
-	e := newEnv(t, func(c *apiserver.Config) { c.Metrics = reg })
+	e := newEnv(t, func(c *apiserver.Config) {
+		c.Metrics, c.EndpointReconcilerType = reg, apiserver.EndpointReconcilerNone
+	})
 	e.do("PUT", "/api/v1/namespaces/default/endpoints", nil) // the router's 405
 	e.do("GET", "/api/v1/namespaces/default/configmaps/missing", nil)
 	body := string(e.do("GET", "/metrics", nil).body)

@@ -12,12 +12,10 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/util/retry"
 
 	"github.com/kubeproof/kubeproof/impl/apiserver/kubernetesservice"
-	"github.com/kubeproof/kubeproof/impl/apiserver/request"
 	"github.com/kubeproof/kubeproof/impl/registry/ipallocator"
-	"github.com/kubeproof/kubeproof/impl/storage"
 )
 
 // The `kubernetes` Service's endpoints follow the API servers alive, as
@@ -207,113 +205,87 @@ func (s *Server) reconcileAPIEndpoints(ctx context.Context, renew, stopping bool
 }
 
 // writeKubernetesEndpoints makes the `kubernetes` Endpoints what
-// kubernetesservice.Endpoints decides, deciding again on the object as
-// stored when another server's write comes first.
+// kubernetesservice.Endpoints decides, through the loopback client as
+// kube-apiserver's reconciler: a read, then a create or an update (none
+// when nothing changes), read and decided again when another server's
+// write comes first (a conflict, or AlreadyExists).
 func (s *Server) writeKubernetesEndpoints(ctx context.Context, addrs []string, ports []corev1.EndpointPort, resetPorts bool) error {
-	gr := endpointsGVR.GroupResource()
-	store := s.stores[gr].store
-	key := s.ObjectKey(gr, metav1.NamespaceDefault, kubernetesservice.Name)
-	var err error
-	for range 3 {
-		err = store.GuaranteedUpdate(ctx, key, &corev1.Endpoints{}, false, nil, func(in runtime.Object) (runtime.Object, error) {
-			cur, ok := in.(*corev1.Endpoints)
-			if !ok {
-				return nil, fmt.Errorf("kubernetes endpoints: got %T", in)
-			}
-			if want := kubernetesservice.Endpoints(cur, addrs, ports, resetPorts); want != nil {
-				return want, nil
-			}
-			return in, nil // unchanged: not written
-		})
-		if !storage.IsNotFound(err) {
-			break
+	client := s.self.typed.CoreV1().Endpoints(metav1.NamespaceDefault)
+	err := retry.OnError(retry.DefaultBackoff, lostToAnotherWrite, func() error {
+		cur, err := client.Get(ctx, kubernetesservice.Name, metav1.GetOptions{})
+		switch {
+		case apierrors.IsNotFound(err):
+			_, err = client.Create(ctx, kubernetesservice.Endpoints(nil, addrs, ports, resetPorts), metav1.CreateOptions{})
+			return err
+		case err != nil:
+			return err
 		}
-		info := &request.Info{IsResourceRequest: true, Verb: "create", APIVersion: "v1", Resource: "endpoints", Namespace: metav1.NamespaceDefault}
-		_, err = s.handlers[endpointsGVR].CreateObject(ctx, info, kubernetesservice.Endpoints(nil, addrs, ports, resetPorts), false)
-		if !apierrors.IsAlreadyExists(err) {
-			break
+		if want := kubernetesservice.Endpoints(cur, addrs, ports, resetPorts); want != nil {
+			_, err = client.Update(ctx, want, metav1.UpdateOptions{})
 		}
-	}
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("writing the kubernetes endpoints: %w", err)
 	}
 	return nil
 }
 
-// writeKubernetesEndpointSlice does for the `kubernetes` EndpointSlice
-// what writeKubernetesEndpoints does for the Endpoints, when
-// discovery.k8s.io/v1 endpointslices are served. One of the wrong address
-// type (immutable) is deleted and created again; other slices labelled
-// for the `kubernetes` Service are deleted (kubernetesservice.StraySlices).
-func (s *Server) writeKubernetesEndpointSlice(ctx context.Context, addrs []string, ports []corev1.EndpointPort, resetPorts bool) error {
-	gr := endpointSlicesGVR.GroupResource()
-	h, served := s.handlers[endpointSlicesGVR]
-	e, stored := s.stores[gr]
-	if !served || !stored {
-		return nil
-	}
-	if err := s.deleteStraySlices(ctx, e.store); err != nil {
-		return err
-	}
-	addressType := kubernetesservice.AddressType(s.endpoints.ipv6)
-	key := s.ObjectKey(gr, metav1.NamespaceDefault, kubernetesservice.Name)
-	var err error
-	for range 3 {
-		recreate := false
-		err = e.store.GuaranteedUpdate(ctx, key, &discoveryv1.EndpointSlice{}, false, nil, func(in runtime.Object) (runtime.Object, error) {
-			cur, ok := in.(*discoveryv1.EndpointSlice)
-			if !ok {
-				return nil, fmt.Errorf("kubernetes endpointslice: got %T", in)
-			}
-			c := kubernetesservice.EndpointSlice(cur, addrs, ports, addressType, resetPorts)
-			switch {
-			case c.Recreate:
-				recreate = true
-				return nil, errors.New("kubernetes endpointslice: address type changes")
-			case c.Write != nil:
-				// Written to the store directly: what the update
-				// strategy would do, a new generation.
-				c.Write.Generation = cur.Generation + 1
-				return c.Write, nil
-			}
-			return in, nil // unchanged: not written
-		})
-		if recreate {
-			if err = e.store.Delete(ctx, key, &discoveryv1.EndpointSlice{}, nil, nil); err != nil && !storage.IsNotFound(err) {
-				break
-			}
-		} else if !storage.IsNotFound(err) {
-			break
-		}
-		info := &request.Info{IsResourceRequest: true, Verb: "create", APIPrefix: "apis", APIGroup: discoveryv1.GroupName,
-			APIVersion: "v1", Resource: "endpointslices", Namespace: metav1.NamespaceDefault}
-		_, err = h.CreateObject(ctx, info, kubernetesservice.EndpointSlice(nil, addrs, ports, addressType, resetPorts).Write, false)
-		if !apierrors.IsAlreadyExists(err) {
-			break
-		}
-	}
-	if err != nil {
-		return fmt.Errorf("writing the kubernetes endpointslice: %w", err)
-	}
-	return nil
+// lostToAnotherWrite: another server wrote the object between this one's
+// read and write; read and decide again.
+func lostToAnotherWrite(err error) bool {
+	return apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err)
 }
 
-// deleteStraySlices deletes the EndpointSlices labelled for the
-// `kubernetes` Service but its own.
-func (s *Server) deleteStraySlices(ctx context.Context, store storage.Interface) error {
-	gr := endpointSlicesGVR.GroupResource()
-	var list discoveryv1.EndpointSliceList
-	pred := storage.Everything()
-	pred.Label = labels.SelectorFromSet(labels.Set{discoveryv1.LabelServiceName: kubernetesservice.Name})
-	opts := storage.ListOptions{ResourceVersion: "0", Predicate: pred, Recursive: true}
-	if err := store.GetList(ctx, s.ListKey(gr, metav1.NamespaceDefault), opts, &list); err != nil {
-		return fmt.Errorf("listing the kubernetes endpointslices: %w", err)
+// writeKubernetesEndpointSlice does for the `kubernetes` EndpointSlice
+// what writeKubernetesEndpoints does for the Endpoints, when
+// discovery.k8s.io/v1 endpointslices are served: the slices labelled for
+// the `kubernetes` Service are listed, those but its own deleted
+// (kubernetesservice.StraySlices), and its own created, updated, or, of
+// the wrong address type (immutable), deleted and created again.
+func (s *Server) writeKubernetesEndpointSlice(ctx context.Context, addrs []string, ports []corev1.EndpointPort, resetPorts bool) error {
+	if _, served := s.handlers[endpointSlicesGVR]; !served {
+		return nil
 	}
-	for _, name := range kubernetesservice.StraySlices(list.Items) {
-		err := store.Delete(ctx, s.ObjectKey(gr, metav1.NamespaceDefault, name), &discoveryv1.EndpointSlice{}, nil, nil)
-		if err != nil && !storage.IsNotFound(err) {
-			return fmt.Errorf("deleting endpointslice default/%s, labelled for the kubernetes service: %w", name, err)
+	if _, stored := s.stores[endpointSlicesGVR.GroupResource()]; !stored {
+		return nil
+	}
+	client := s.self.typed.DiscoveryV1().EndpointSlices(metav1.NamespaceDefault)
+	addressType := kubernetesservice.AddressType(s.endpoints.ipv6)
+	err := retry.OnError(retry.DefaultBackoff, lostToAnotherWrite, func() error {
+		list, err := client.List(ctx, metav1.ListOptions{
+			LabelSelector: labels.SelectorFromSet(labels.Set{discoveryv1.LabelServiceName: kubernetesservice.Name}).String()})
+		if err != nil {
+			return fmt.Errorf("listing the kubernetes endpointslices: %w", err)
 		}
+		var cur *discoveryv1.EndpointSlice
+		for i := range list.Items {
+			if list.Items[i].Name == kubernetesservice.Name {
+				cur = &list.Items[i]
+			}
+		}
+		for _, name := range kubernetesservice.StraySlices(list.Items) {
+			if err := client.Delete(ctx, name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+				return fmt.Errorf("deleting endpointslice default/%s, labelled for the kubernetes service: %w", name, err)
+			}
+		}
+		c := kubernetesservice.EndpointSlice(cur, addrs, ports, addressType, resetPorts)
+		switch {
+		case c.Write == nil:
+			return nil
+		case cur == nil:
+			_, err = client.Create(ctx, c.Write, metav1.CreateOptions{})
+		case c.Recreate:
+			if err = client.Delete(ctx, cur.Name, metav1.DeleteOptions{}); err == nil || apierrors.IsNotFound(err) {
+				_, err = client.Create(ctx, c.Write, metav1.CreateOptions{})
+			}
+		default:
+			_, err = client.Update(ctx, c.Write, metav1.UpdateOptions{})
+		}
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("writing the kubernetes endpointslice: %w", err)
 	}
 	return nil
 }

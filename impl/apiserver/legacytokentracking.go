@@ -241,7 +241,10 @@ func (s *Server) loopbackRESTConfig() (*rest.Config, *dialedConns, error) {
 	return &rest.Config{
 		Host:        "https://" + addr,
 		BearerToken: token,
-		Transport:   transport,
+		// kube-apiserver's loopback client's (its writes' field manager
+		// is kube-apiserver), whatever this binary is called.
+		UserAgent: loopbackUserAgent(s.cfg.GitVersion),
+		Transport: transport,
 		// Not rate limited on the client side, as kube-apiserver's
 		// loopback configuration.
 		QPS: -1,

@@ -9,7 +9,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/kubeproof/kubeproof/impl/apiserver/request"
 	"github.com/kubeproof/kubeproof/impl/storage"
 )
 
@@ -37,12 +36,14 @@ func (s *Server) getNamespace(ctx context.Context, name string, fresh bool) (*co
 
 // EnsureSystemNamespaces creates default, kube-system, kube-public and
 // kube-node-lease when missing, retrying until storage answers or ctx
-// ends. Run calls it before serving.
+// ends. Run calls it before serving. As kube-apiserver's system
+// namespaces controller, it reads the server's own state and creates a
+// missing namespace through the loopback client (in process: audited,
+// and recorded in managedFields under kube-apiserver).
 func (s *Server) EnsureSystemNamespaces(ctx context.Context) error {
 	if s.nsHandler == nil {
 		return nil
 	}
-	info := &request.Info{IsResourceRequest: true, Verb: "create", APIVersion: "v1", Resource: "namespaces"}
 	for _, name := range SystemNamespaces {
 		for attempt := 0; ; attempt++ {
 			_, err := s.getNamespace(ctx, name, true)
@@ -51,7 +52,7 @@ func (s *Server) EnsureSystemNamespaces(ctx context.Context) error {
 			}
 			if apierrors.IsNotFound(err) {
 				ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
-				_, err = s.nsHandler.CreateObject(ctx, info, ns, false)
+				_, err = s.self.typed.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{})
 				if err == nil || apierrors.IsAlreadyExists(err) {
 					break
 				}

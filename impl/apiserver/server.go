@@ -339,6 +339,9 @@ type Server struct {
 	endpoints *endpointReconciler
 	// loopback is how the server calls itself (loopback.go).
 	loopback *loopback
+	// self calls the server's handler in process as its loopback
+	// identity, for the server's own writes (loopback_inprocess.go).
+	self *selfClients
 }
 
 // New builds a Server: one store per resource, the handler tree and the
@@ -600,6 +603,10 @@ func New(cfg Config) (*Server, error) {
 	h = audit.WithAuditInit(h, auditCfg)
 	h = filters.WithStackReserve(h)
 	s.handler = h
+	if s.self, err = s.newSelfClients(); err != nil {
+		s.Close()
+		return nil, fmt.Errorf("apiserver: %w", err)
+	}
 	var pluginHooks []string
 	for _, hk := range s.plugins.PostStartHooks {
 		pluginHooks = append(pluginHooks, hk.Name)

@@ -13,7 +13,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/kubeproof/kubeproof/impl/apiserver/endpoints"
-	"github.com/kubeproof/kubeproof/impl/apiserver/request"
 	"github.com/kubeproof/kubeproof/impl/registry/ipallocator"
 	"github.com/kubeproof/kubeproof/impl/storage"
 )
@@ -146,9 +145,10 @@ func (s *Server) ensureKubernetesServiceObject(ctx context.Context) error {
 	if _, err := svcH.GetObject(ctx, metav1.NamespaceDefault, ipallocator.KubernetesServiceName); !apierrors.IsNotFound(err) {
 		return err
 	}
-	info := &request.Info{IsResourceRequest: true, Verb: "create", APIVersion: "v1", Resource: "services", Namespace: metav1.NamespaceDefault}
+	// Created through the loopback client, as kube-apiserver's
+	// kubernetesservice controller creates it.
 	want := ipallocator.KubernetesService(s.services.store.IPs().FirstIP(), s.services.port)
-	if _, err := svcH.CreateObject(ctx, info, want, false); err != nil && !apierrors.IsAlreadyExists(err) {
+	if _, err := s.self.typed.CoreV1().Services(metav1.NamespaceDefault).Create(ctx, want, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		// Another API server sharing etcd may have created it
 		// (and taken the address) first.
 		if _, gerr := svcH.GetObject(ctx, metav1.NamespaceDefault, ipallocator.KubernetesServiceName); gerr != nil {
