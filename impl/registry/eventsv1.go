@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/kubeproof/kubeproof/impl/apiserver/resource"
@@ -147,8 +148,9 @@ func validateEventV1Series(e *eventsv1.Event) field.ErrorList {
 // when it changes) and the metadata of an event may change; the create's
 // strict rules are not applied again, so an event recorded through core/v1
 // with a count or source can be updated. As kube-apiserver, reason is
-// checked twice (a changed reason is two errors), and eventTime only to
-// the microsecond (clients may send it truncated or not).
+// checked twice (a changed reason is two errors), eventTime only to the
+// microsecond (clients may send it truncated or not), and an object
+// reference or source printed as its internal type (hubObjectReference).
 func validateEventV1Update(e, old *eventsv1.Event) field.ErrorList {
 	var errs field.ErrorList
 	if !apiequality.Semantic.DeepEqual(e.Series, old.Series) {
@@ -157,10 +159,10 @@ func validateEventV1Update(e, old *eventsv1.Event) field.ErrorList {
 	immutable := func(a, b any, name string) {
 		errs = append(errs, apivalidation.ValidateImmutableField(a, b, field.NewPath(name))...)
 	}
-	immutable(e.Regarding, old.Regarding, "involvedObject")
+	immutable(hubReference(e.Regarding), hubReference(old.Regarding), "involvedObject")
 	immutable(e.Reason, old.Reason, "reason")
 	immutable(e.Note, old.Note, "message")
-	immutable(e.DeprecatedSource, old.DeprecatedSource, "source")
+	immutable(hubSource(e.DeprecatedSource), hubSource(old.DeprecatedSource), "source")
 	immutable(e.DeprecatedFirstTimestamp, old.DeprecatedFirstTimestamp, "firstTimestamp")
 	immutable(e.DeprecatedLastTimestamp, old.DeprecatedLastTimestamp, "lastTimestamp")
 	immutable(e.DeprecatedCount, old.DeprecatedCount, "count")
@@ -170,10 +172,49 @@ func validateEventV1Update(e, old *eventsv1.Event) field.ErrorList {
 		immutable(e.EventTime, old.EventTime, "eventTime")
 	}
 	immutable(e.Action, old.Action, "action")
-	immutable(e.Related, old.Related, "related")
+	immutable(hubReferencePtr(e.Related), hubReferencePtr(old.Related), "related")
 	immutable(e.ReportingController, old.ReportingController, "reportingController")
 	immutable(e.ReportingInstance, old.ReportingInstance, "reportingInstance")
 	return errs
+}
+
+// hubObjectReference and hubEventSource have the fields of
+// kube-apiserver's internal (core) ObjectReference and EventSource, the
+// values its event validation compares. Those types carry no JSON tags, so
+// an immutable field's error, which prints the new value JSON-encoded,
+// names every Go field ({"Kind":"Pod","Namespace":"",...}); the errors of
+// validateEventV1Update print these for the same text.
+type hubObjectReference struct {
+	Kind            string
+	Namespace       string
+	Name            string
+	UID             types.UID
+	APIVersion      string
+	ResourceVersion string
+	FieldPath       string
+}
+
+type hubEventSource struct {
+	Component string
+	Host      string
+}
+
+func hubReference(r corev1.ObjectReference) hubObjectReference {
+	return hubObjectReference{Kind: r.Kind, Namespace: r.Namespace, Name: r.Name, UID: r.UID,
+		APIVersion: r.APIVersion, ResourceVersion: r.ResourceVersion, FieldPath: r.FieldPath}
+}
+
+// hubReferencePtr is nil (printed null) for no reference.
+func hubReferencePtr(r *corev1.ObjectReference) *hubObjectReference {
+	if r == nil {
+		return nil
+	}
+	h := hubReference(*r)
+	return &h
+}
+
+func hubSource(s corev1.EventSource) hubEventSource {
+	return hubEventSource{Component: s.Component, Host: s.Host}
 }
 
 // CoreEventFromV1 converts an events.k8s.io/v1 Event to the core/v1 Event

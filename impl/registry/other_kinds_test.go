@@ -275,6 +275,46 @@ func TestEventsV1(t *testing.T) {
 	}
 }
 
+// An immutable field changed through events.k8s.io/v1 is reported with
+// its new value as kube-apiserver prints it: the value of its internal
+// (core) Event, whose object reference and source have no JSON tags, so a
+// reference or source is every Go field by name, and an absent related
+// object null.
+func TestEventsV1ImmutableValues(t *testing.T) {
+	ctx := context.Background()
+	r := find(t, eventsv1.SchemeGroupVersion, "events")
+	old := v1Event()
+	old.Related = &corev1.ObjectReference{Kind: "Pod", Name: "p"}
+	upd := old.DeepCopy()
+	upd.Regarding = corev1.ObjectReference{Kind: "Deployment", Namespace: "default", Name: "other", UID: "u1"}
+	upd.DeprecatedSource = corev1.EventSource{Component: "kubelet"}
+	upd.Related = nil
+	upd.Note = "changed"
+	var got []string
+	for _, e := range r.Strategy.ValidateUpdate(ctx, upd, old) {
+		got = append(got, e.Error())
+	}
+	want := []string{
+		`involvedObject: Invalid value: {"Kind":"Deployment","Namespace":"default","Name":"other","UID":"u1","APIVersion":"","ResourceVersion":"","FieldPath":""}: field is immutable`,
+		`message: Invalid value: "changed": field is immutable`,
+		`source: Invalid value: {"Component":"kubelet","Host":""}: field is immutable`,
+		`related: Invalid value: null: field is immutable`,
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("errors:\n got  %q\n want %q", got, want)
+	}
+	// A related object set where there was none prints the reference.
+	upd = old.DeepCopy()
+	old.Related = nil
+	got = got[:0]
+	for _, e := range r.Strategy.ValidateUpdate(ctx, upd, old) {
+		got = append(got, e.Error())
+	}
+	if w := `related: Invalid value: {"Kind":"Pod","Namespace":"","Name":"p","UID":"","APIVersion":"","ResourceVersion":"","FieldPath":""}: field is immutable`; len(got) != 1 || got[0] != w {
+		t.Errorf("errors %q, want [%q]", got, w)
+	}
+}
+
 func TestEventConversionRoundTrips(t *testing.T) {
 	v1 := v1Event()
 	v1.Series = &eventsv1.EventSeries{Count: 2, LastObservedTime: metav1.NewMicroTime(testNow)}
