@@ -29,7 +29,7 @@ GO=${GO:-go}
 FUZZTIME=${FUZZTIME:-10m}
 FUZZPARALLEL=${FUZZPARALLEL:-2}
 PROGRESS_EVERY=${PROGRESS_EVERY:-30}
-FUZZPKGS=${FUZZPKGS:-${PKG:-./fuzz ./impl/apiserver/admission ./impl/apiserver/endpoints}}
+FUZZPKGS=${FUZZPKGS:-${PKG:-./fuzz ./impl/apiserver/admission ./impl/apiserver/endpoints ./cmd/kubeproof}}
 CORPUS=fuzz/testdata/corpus
 
 # Every target and the package it is in.
