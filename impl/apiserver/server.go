@@ -72,6 +72,7 @@ import (
 	"github.com/kubeproof/kubeproof/impl/apiserver/auth"
 	"github.com/kubeproof/kubeproof/impl/apiserver/auth/tokencache"
 	"github.com/kubeproof/kubeproof/impl/apiserver/codec"
+	"github.com/kubeproof/kubeproof/impl/apiserver/componentstatus"
 	"github.com/kubeproof/kubeproof/impl/apiserver/discovery"
 	"github.com/kubeproof/kubeproof/impl/apiserver/endpoints"
 	"github.com/kubeproof/kubeproof/impl/apiserver/eviction"
@@ -92,6 +93,11 @@ import (
 type Config struct {
 	// StorageFactory builds the store of each resource.
 	StorageFactory storage.Factory
+	// ComponentStatuses are the components a computed resource
+	// (core/v1 componentstatuses) probes on each read; none when empty.
+	// kube-apiserver probes its etcd backends, the controller manager and
+	// the scheduler: componentstatus.KubeAPIServer.
+	ComponentStatuses []componentstatus.Component
 	// EtcdPrefix is the prefix of every key in etcd (--etcd-prefix,
 	// "/registry" when empty), named in precondition errors as
 	// kube-apiserver's storage names the key.
@@ -437,6 +443,11 @@ func New(cfg Config) (*Server, error) {
 		byGVR[gvr] = r
 		if r.SharedStorage != nil {
 			continue // served from another resource's store, below
+		}
+		if r.Computed {
+			// Probed on each read, never stored (componentstatuses).
+			stores[gvr] = componentstatus.NewStore(cfg.ComponentStatuses)
+			continue
 		}
 		var ttl time.Duration
 		if r.KeptForEventTTL {

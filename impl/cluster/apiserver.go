@@ -26,6 +26,7 @@ import (
 	"github.com/kubeproof/kubeproof/impl/apiserver/auth/node"
 	"github.com/kubeproof/kubeproof/impl/apiserver/auth/rbac"
 	"github.com/kubeproof/kubeproof/impl/apiserver/auth/webhook"
+	"github.com/kubeproof/kubeproof/impl/apiserver/componentstatus"
 	"github.com/kubeproof/kubeproof/impl/apiserver/openapi"
 	"github.com/kubeproof/kubeproof/impl/apiserver/request"
 	"github.com/kubeproof/kubeproof/impl/registry"
@@ -37,6 +38,11 @@ import (
 // APIServerConfig is what an API server needs besides its flags' defaults.
 type APIServerConfig struct {
 	EtcdClient *clientv3.Client
+	// ControllerManagerHealthzURL and SchedulerHealthzURL are the health
+	// endpoints componentstatuses probe for the controller manager and
+	// the scheduler; empty, kube-apiserver's (componentstatus.
+	// ControllerManagerURL and SchedulerURL).
+	ControllerManagerHealthzURL, SchedulerHealthzURL string
 	// EtcdNewWatcher gives each etcd watch a Watcher of its own; nil means
 	// clientv3.NewWatcher(EtcdClient). Required when EtcdClient is an
 	// embedded etcd's in-process client (embedded.Etcd.NewWatcher).
@@ -271,9 +277,13 @@ func NewAPIServer(cfg APIServerConfig) (*apiserver.Server, *storagebackend.Facto
 		return nil, nil, fmt.Errorf("building OpenAPI documents: %w", err)
 	}
 	srv, err := apiserver.New(apiserver.Config{
-		StorageFactory:            factory,
-		EtcdPrefix:                etcdPrefix,
-		Resources:                 resources,
+		StorageFactory: factory,
+		EtcdPrefix:     etcdPrefix,
+		Resources:      resources,
+		// kube-apiserver's components: the controller manager, the
+		// scheduler and its one etcd storage backend.
+		ComponentStatuses: componentstatus.KubeAPIServer(cfg.ControllerManagerHealthzURL, cfg.SchedulerHealthzURL,
+			componentstatus.UserAgent(apiserver.DefaultGitVersion), componentstatus.Etcd{KV: cfg.EtcdClient, Prefix: etcdPrefix}),
 		ServingCert:               cfg.ServingCert,
 		ClientCA:                  cfg.ClientCA,
 		KubeletClientTLS:          cfg.KubeletClientTLS,

@@ -87,6 +87,14 @@ type Config struct {
 	EndpointUpdatesBatchPeriod time.Duration
 	// Scheduler runs the scheduler in-process.
 	Scheduler bool
+	// ControllerManagerHealthzAddress and SchedulerHealthzAddress are
+	// where the in-process controller manager's and scheduler's /healthz
+	// are served over HTTPS (kube-controller-manager's and
+	// kube-scheduler's secure ports, 127.0.0.1:10257 and :10259, in
+	// UpConfig), for componentstatuses to probe; a port already taken is
+	// replaced by an ephemeral one of the same host. Empty: not served,
+	// and componentstatuses probe kube-apiserver's fixed addresses.
+	ControllerManagerHealthzAddress, SchedulerHealthzAddress string
 	// Nodes is the number of simulated kubelets (node-1 … node-N) run
 	// in-process; NodeCPU, NodeMemory and NodeMaxPods are each one's
 	// capacity (defaults 4, 32Gi, 110).
@@ -230,10 +238,13 @@ type Cluster struct {
 	cancelComps    context.CancelFunc
 	cancelServer   context.CancelFunc
 	compsWG, srvWG sync.WaitGroup
-	shutdownOnce   sync.Once
-	errMu          sync.Mutex
-	err            error
-	done           chan struct{}
+	// cmHealthz and schedulerHealthz are the in-process components'
+	// /healthz (nil when not served).
+	cmHealthz, schedulerHealthz *componentHealthz
+	shutdownOnce                sync.Once
+	errMu                       sync.Mutex
+	err                         error
+	done                        chan struct{}
 }
 
 // Start starts every component and returns once the API server answers
@@ -286,6 +297,23 @@ func Start(ctx context.Context, cfg Config) (_ *Cluster, err error) {
 		return nil, err
 	}
 	c.CA = creds.ca
+	// The in-process controller manager's and scheduler's secure
+	// /healthz, which componentstatuses probe.
+	if cfg.ControllerManager {
+		if c.cmHealthz, err = listenHealthz("controller-manager", cfg.ControllerManagerHealthzAddress, cfg.Logger); err != nil {
+			return nil, err
+		}
+	}
+	if cfg.Scheduler {
+		if c.schedulerHealthz, err = listenHealthz("scheduler", cfg.SchedulerHealthzAddress, cfg.Logger); err != nil {
+			return nil, err
+		}
+	}
+	for _, h := range []*componentHealthz{c.cmHealthz, c.schedulerHealthz} {
+		if h != nil {
+			c.goRun(&c.compsWG, h.name+" healthz", func() error { return h.serve(compsCtx, creds.serving) })
+		}
+	}
 
 	if len(cfg.EtcdServers) == 0 {
 		c.etcd, err = embedded.Start(ctx, embedded.Config{DataDir: filepath.Join(cfg.DataDir, "etcd"), UnsafeNoFsync: cfg.UnsafeNoFsync})
@@ -369,6 +397,7 @@ func Start(ctx context.Context, cfg Config) (_ *Cluster, err error) {
 		ServingCert: &creds.serving, ClientCA: creds.ca.Pool(),
 		Listener: ln, Metrics: c.Metrics, Logger: cfg.Logger, KubeletClientTLS: kubeletClientTLS, Auth: authOpts,
 		Services: cfg.Services, NodeTokens: c.nodeTokensAuthenticator(), TokenCacheNow: cfg.TokenCacheNow,
+		ControllerManagerHealthzURL: c.cmHealthz.URL(), SchedulerHealthzURL: c.schedulerHealthz.URL(),
 	})
 	if err != nil {
 		_ = ln.Close()
@@ -439,21 +468,24 @@ func Start(ctx context.Context, cfg Config) (_ *Cluster, err error) {
 // DataDir, BindAddress, Nodes and Logger.
 func UpConfig(dataDir string) Config {
 	return Config{
-		DataDir:                dataDir,
-		BindAddress:            "127.0.0.1:6443",
-		WatchCache:             true,
-		CompactionInterval:     5 * time.Minute,
-		EventTTL:               DefaultEventTTL,
-		ControllerManager:      true,
-		Scheduler:              true,
-		PodEvictionTimeout:     300 * time.Second,
-		NodeMonitorGracePeriod: 40 * time.Second,
-		Nodes:                  3,
-		NodeCPU:                "4",
-		NodeMemory:             "32Gi",
-		NodeMaxPods:            110,
-		NodeResolverConfig:     kubelet.DefaultResolverConfig,
-		Services:               ServiceOptions{ClusterIPRange: "10.96.0.0/12", NodePortRange: "30000-32767"},
+		DataDir:            dataDir,
+		BindAddress:        "127.0.0.1:6443",
+		WatchCache:         true,
+		CompactionInterval: 5 * time.Minute,
+		EventTTL:           DefaultEventTTL,
+		ControllerManager:  true,
+		Scheduler:          true,
+		// kube-controller-manager's and kube-scheduler's secure ports.
+		ControllerManagerHealthzAddress: "127.0.0.1:10257",
+		SchedulerHealthzAddress:         "127.0.0.1:10259",
+		PodEvictionTimeout:              300 * time.Second,
+		NodeMonitorGracePeriod:          40 * time.Second,
+		Nodes:                           3,
+		NodeCPU:                         "4",
+		NodeMemory:                      "32Gi",
+		NodeMaxPods:                     110,
+		NodeResolverConfig:              kubelet.DefaultResolverConfig,
+		Services:                        ServiceOptions{ClusterIPRange: "10.96.0.0/12", NodePortRange: "30000-32767"},
 	}
 }
 

@@ -142,7 +142,7 @@ func (c *Cluster) startControllerManager(ctx context.Context, cfg Config) error 
 		return err
 	}
 	c.goRunRestarting(ctx, &c.compsWG, "controller-manager", cfg.Logger, func() (func() error, error) {
-		return func() error { return controllermanager.Run(ctx, cs, restCfg, cmCfg) }, nil
+		return c.cmHealthz.track(func() error { return controllermanager.Run(ctx, cs, restCfg, cmCfg) }), nil
 	})
 	return nil
 }
@@ -179,7 +179,7 @@ func (c *Cluster) startScheduler(ctx context.Context, cfg Config) error {
 		if err != nil {
 			return nil, fmt.Errorf("building scheduler: %w", err)
 		}
-		return func() error { return s.Run(ctx) }, nil
+		return c.schedulerHealthz.track(func() error { return s.Run(ctx) }), nil
 	}
 	run, err := build()
 	if err != nil {

@@ -21,6 +21,7 @@ func All() []*resource.Resource {
 func resources(now func() time.Time) []*resource.Resource {
 	return []*resource.Resource{
 		// core/v1
+		componentStatuses(now), // computed on each read, not stored
 		configMaps(now),
 		endpoints(now),
 		events(now),

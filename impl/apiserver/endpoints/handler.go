@@ -336,6 +336,16 @@ func (h *Handler) hasVerb(v string) bool {
 }
 
 func (h *Handler) routeMain(info *request.Info) (serveFunc, error) {
+	if info.Verb == "watch" && !h.hasVerb("watch") {
+		// A resource that cannot be watched (componentstatuses) has no
+		// watch routes; its list handler refuses ?watch=true itself, as
+		// kube-apiserver's list handler does for a storage that is no
+		// watcher.
+		if isWatchPath(info) || info.Name != "" || !h.hasVerb("list") {
+			return nil, notFoundPath()
+		}
+		return nil, apierrors.NewMethodNotSupported(h.gr, "watch")
+	}
 	if !h.hasVerb(info.Verb) {
 		return nil, MethodNotAllowed()
 	}

@@ -87,6 +87,12 @@ type Resource struct {
 	// system classes. A deletecollection's items are not asked, as that
 	// storage's DeleteCollection goes around its own Delete.
 	ForbidDelete func(name string) error
+	// Computed makes the resource's objects computed by the API server on
+	// each read instead of stored (core/v1 componentstatuses, the health
+	// of the control plane's components): the server serves it from a
+	// read-only store of its own (package componentstatus), not from
+	// storage, and counts no objects of it.
+	Computed bool
 	// Bootstrap, if not nil, names objects the API server creates when
 	// they are missing before it serves, as one of kube-apiserver's
 	// post-start hooks.
