@@ -1,10 +1,12 @@
 package apiserver_test
 
 import (
+	"encoding/json"
 	"net/http"
 	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -255,5 +257,70 @@ func TestPatchResultOtherServedVersion(t *testing.T) {
 	const tail = `: the API version in the data (apps/v1beta2) does not match the expected API version (apps/v1)`
 	if st := r.status(t); !strings.HasSuffix(st.Message, tail) {
 		t.Errorf("apps/v1beta2: message %q, want suffix %q", st.Message, tail)
+	}
+}
+
+// A converted patch result is then written as any patch of the request's
+// resource: its managed fields are the field manager's for the request's
+// version (only what the patch changed, seen as that version's fields),
+// and it is validated by the request's resource, so through
+// events.k8s.io/v1 a result that lost the core fields the other version
+// lacks is refused by that API's immutable fields, naming core/v1's
+// fields as kube-apiserver's validation of the internal Event does.
+func TestPatchResultOtherServedVersionTracked(t *testing.T) {
+	e := newEnv(t, nil)
+	const (
+		evs   = "/api/v1/namespaces/default/events"
+		evsV1 = "/apis/events.k8s.io/v1/namespaces/default/events"
+	)
+	if r := e.do("POST", evs+"?fieldManager=creator", []byte(`{"metadata":{"name":"e"},"involvedObject":{"kind":"Pod","name":"p","namespace":"default"},"reason":"R","message":"m","type":"Normal","source":{"component":"c"}}`)); r.code != http.StatusCreated {
+		t.Fatalf("seed: %d %s", r.code, r.body)
+	}
+	// The events.k8s.io/v1 form of the same event, with a reporting
+	// controller added: only reportingComponent changes.
+	r := e.do("PATCH", evs+"/e?fieldManager=pm", []byte(`{"apiVersion":"events.k8s.io/v1","note":"m","regarding":{"kind":"Pod","name":"p","namespace":"default"},"deprecatedSource":{"component":"c"},"reportingController":"x"}`),
+		"Content-Type", "application/merge-patch+json")
+	if r.code != http.StatusOK {
+		t.Fatalf("%d, want 200: %s", r.code, r.body)
+	}
+	var ev corev1.Event
+	if err := json.Unmarshal(r.body, &ev); err != nil {
+		t.Fatalf("decoding %s: %v", r.body, err)
+	}
+	if ev.APIVersion != "v1" || ev.Message != "m" || ev.InvolvedObject.Name != "p" || ev.Source.Component != "c" || ev.ReportingController != "x" {
+		t.Errorf("patched event: %s", r.body)
+	}
+	var pm *metav1.ManagedFieldsEntry
+	for i, m := range ev.ManagedFields {
+		if m.Manager == "pm" {
+			pm = &ev.ManagedFields[i]
+		}
+	}
+	if pm == nil || pm.Operation != metav1.ManagedFieldsOperationUpdate || pm.APIVersion != "v1" || pm.FieldsV1 == nil || string(pm.FieldsV1.Raw) != `{"f:reportingComponent":{}}` {
+		t.Errorf("managed fields of pm: %+v (all: %s)", pm, r.body)
+	}
+
+	before := e.do("GET", evsV1+"/e", nil)
+	r = e.do("PATCH", evsV1+"/e", []byte(`[{"op":"replace","path":"/apiVersion","value":"v1"}]`), "Content-Type", "application/json-patch+json")
+	if r.code != http.StatusUnprocessableEntity {
+		t.Fatalf("events.k8s.io/v1 to v1: %d, want 422: %s", r.code, r.body)
+	}
+	st := r.status(t)
+	var fields []string
+	if st.Details != nil {
+		for _, c := range st.Details.Causes {
+			fields = append(fields, c.Field)
+		}
+	}
+	// regarding, note, deprecatedSource and reportingController are no
+	// core/v1 fields: the result has none of them.
+	if got := strings.Join(fields, ","); st.Reason != metav1.StatusReasonInvalid || got != "involvedObject,message,source,reportingController" {
+		t.Errorf("events.k8s.io/v1 to v1: %s, causes on %q: %s", st.Reason, got, st.Message)
+	}
+	if !strings.Contains(st.Message, `message: Invalid value: "": field is immutable`) {
+		t.Errorf("events.k8s.io/v1 to v1: %s", st.Message)
+	}
+	if r := e.do("GET", evsV1+"/e", nil); string(r.body) != string(before.body) {
+		t.Errorf("a refused patch changed event e:\n%s", r.body)
 	}
 }
