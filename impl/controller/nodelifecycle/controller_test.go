@@ -85,8 +85,7 @@ func TestUnreachableNodeTaintedAndPodsEvictedOnTime(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	factory.Start(ctx.Done())
-	factory.WaitForCacheSync(ctx.Done())
+	startInformers(t, ctx, client, factory)
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() { defer wg.Done(); _ = c.Run(ctx, 2) }()

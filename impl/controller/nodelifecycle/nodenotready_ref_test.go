@@ -63,8 +63,7 @@ func TestNodeNotReadyEventReference(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer func() { cancel(); factory.Shutdown() }()
-	factory.Start(ctx.Done())
-	factory.WaitForCacheSync(ctx.Done())
+	startInformers(t, ctx, client, factory)
 
 	c.MonitorNodes(ctx)
 	clk.Step(41 * time.Second)

@@ -143,8 +143,7 @@ func TestMonitorMarksPodsOnlyWhenItTurnsReadyUnknown(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer func() { cancel(); factory.Shutdown() }()
-	factory.Start(ctx.Done())
-	factory.WaitForCacheSync(ctx.Done())
+	startInformers(t, ctx, client, factory)
 	podReady := func(name string) corev1.ConditionStatus {
 		p, err := client.CoreV1().Pods("ns").Get(ctx, name, metav1.GetOptions{})
 		if err != nil {

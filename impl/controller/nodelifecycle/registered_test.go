@@ -86,8 +86,7 @@ func TestRegisteredAndRemovingNodeEvents(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer func() { cancel(); factory.Shutdown() }()
-	factory.Start(ctx.Done())
-	factory.WaitForCacheSync(ctx.Done())
+	startInformers(t, ctx, client, factory)
 
 	c.MonitorNodes(ctx)
 	want := []string{

@@ -259,8 +259,7 @@ func TestNoExecuteTaintingIsRateLimitedPerZone(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer func() { cancel(); factory.Shutdown() }()
-	factory.Start(ctx.Done())
-	factory.WaitForCacheSync(ctx.Done())
+	startInformers(t, ctx, client, factory)
 
 	noExecute := func() map[string]bool {
 		out := map[string]bool{}
