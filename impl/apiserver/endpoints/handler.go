@@ -639,9 +639,10 @@ func apiVersionMismatch(got, want schema.GroupVersion) error {
 
 // decodedBody is what decodeBody read from a body.
 type decodedBody struct {
-	// obj is the object decoded: into, or an object of want's kind in
-	// another version of its group (which only a JSON or merge patch's
-	// result converts, convertPatched).
+	// obj is the object decoded: into, or an object sharing want's
+	// internal type in another group version (want's kind in another
+	// version, or core/v1 and events.k8s.io/v1 Events), which only a JSON
+	// or merge patch's result converts (convertPatched).
 	obj runtime.Object
 	// gvk is what the body names (defaulted from want), nil when the body
 	// could not be read as an object with a kind.
