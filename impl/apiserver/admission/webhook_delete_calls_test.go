@@ -113,7 +113,9 @@ func (h *deleteCallHook) configuration(ns string) *admissionregistrationv1.Valid
 // (asked for, or its own: unscheduled) is admitted twice; a pod given a
 // grace period once now and twice at its final delete; an object with
 // finalizers once (it stays); an object that is neither graceful nor has
-// finalizers once (the storage delete); a dry run once.
+// finalizers once (the storage delete); a dry run once; an object whose
+// only finalizer, the orphan one, a Background delete drops twice, on the
+// object as stored (the update answers errDeleteNow without writing).
 func TestWebhookDeleteCallCount(t *testing.T) {
 	cs, _ := startServer(t)
 	ctx := context.Background()
@@ -148,6 +150,7 @@ func TestWebhookDeleteCallCount(t *testing.T) {
 		marked30   = "terminating=true grace=30 finalizers=[]"
 		finalized  = "terminating=false grace=nil finalizers=[example.com/hold]"
 		finalized0 = "terminating=true grace=0 finalizers=[example.com/hold]"
+		orphaned   = "terminating=false grace=nil finalizers=[orphan] options.grace=nil dryRun=false"
 	)
 	steps := []struct {
 		id     string
@@ -196,6 +199,18 @@ func TestWebhookDeleteCallCount(t *testing.T) {
 			},
 			do:   func() error { return cms.Delete(ctx, "plain", metav1.DeleteOptions{}) },
 			want: []string{fresh + " options.grace=nil dryRun=false"}},
+		{id: "config map with the orphan finalizer, Background", object: "orphaned",
+			setup: func() error {
+				_, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "orphaned", Finalizers: []string{metav1.FinalizerOrphanDependents}}}, metav1.CreateOptions{})
+				return err
+			},
+			do: func() error {
+				bg := metav1.DeletePropagationBackground
+				return cms.Delete(ctx, "orphaned", metav1.DeleteOptions{PropagationPolicy: &bg})
+			},
+			// The update that would drop the finalizer writes nothing
+			// (errDeleteNow): the storage delete admits the stored object.
+			want: []string{orphaned, orphaned}},
 	}
 	for _, s := range steps {
 		if s.setup != nil {

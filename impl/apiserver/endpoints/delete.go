@@ -359,17 +359,17 @@ func (h *Handler) deleteGeneric(ctx context.Context, key, name string, cur runti
 	}
 	m := accessor(cur)
 	updateFinalizers, _ := deletionFinalizers(m, opts)
-	marked := false
+	marked, written := false, false
 	if graceful || len(m.GetFinalizers()) != 0 || updateFinalizers {
-		out, deleteNow, err := h.markForDeletion(ctx, key, name, opts, pre, dryRun, validate)
+		out, deleteNow, wrote, err := h.markForDeletion(ctx, key, name, opts, pre, dryRun, validate)
 		if err != nil || !deleteNow {
 			return out, false, err
 		}
-		if pre != nil && pre.ResourceVersion != nil {
+		if wrote && pre != nil && pre.ResourceVersion != nil {
 			rv := accessor(out).GetResourceVersion()
 			pre = &storage.Preconditions{UID: pre.UID, ResourceVersion: &rv}
 		}
-		cur, marked = out, true
+		cur, marked, written = out, true, wrote
 	}
 	if dryRun {
 		if !marked {
@@ -381,12 +381,22 @@ func (h *Handler) deleteGeneric(ctx context.Context, key, name string, cur runti
 	}
 	out := h.res.New()
 	err := h.store.Delete(ctx, key, out, pre, func(ctx context.Context, obj runtime.Object) error {
-		if len(accessor(obj).GetFinalizers()) != 0 {
+		// Finalizers someone added since the object was read keep it;
+		// the garbage collector's that this delete takes off do not (the
+		// store removes the object as stored, as kube-apiserver's).
+		if _, left := deletionFinalizers(accessor(obj), opts); len(left) != 0 {
 			return apierrors.NewConflict(h.gr, name, errors.New(optimisticLockErrorMsg))
 		}
 		return validate(ctx, obj)
 	})
 	if err != nil {
+		if written && storage.IsNotFound(err) {
+			// As kube-apiserver's store after it marked an object for a
+			// delete with no grace period: another delete removed it in
+			// between, and this one answers as if it had (the object as
+			// it marked it).
+			return cur, true, nil
+		}
 		return nil, false, ToStatusError(err, VerbDelete, h.gr, name)
 	}
 	return out, true, nil
@@ -395,8 +405,14 @@ func (h *Handler) deleteGeneric(ctx context.Context, key, name string, cur runti
 // markForDeletion writes deletionTimestamp, the grace period and the
 // garbage-collection finalizers with a compare-and-swap, admitting the
 // delete (validate) on each object it tries to change. deleteNow is true
-// when the object should now be removed (no finalizers, zero grace).
-func (h *Handler) markForDeletion(ctx context.Context, key, name string, opts *metav1.DeleteOptions, pre *storage.Preconditions, dryRun bool, validate admitDeleteOf) (runtime.Object, bool, error) {
+// when the object should now be removed (no finalizers, zero grace);
+// written whether it wrote the object (or, in a dry run, would have) on
+// the way: not when a delete without graceful deletion leaves no
+// finalizer, which is removed as stored, as kube-apiserver's
+// updateForGracefulDeletionAndFinalizers answers errDeleteNow without
+// writing its finalizer change (a Background delete dropping an Orphan
+// delete's finalizer).
+func (h *Handler) markForDeletion(ctx context.Context, key, name string, opts *metav1.DeleteOptions, pre *storage.Preconditions, dryRun bool, validate admitDeleteOf) (out runtime.Object, deleteNow, written bool, err error) {
 	var lastGrace int64
 	var lastGraceful, pendingFinalizers bool
 	try := func(existing runtime.Object) (runtime.Object, error) {
@@ -421,12 +437,6 @@ func (h *Handler) markForDeletion(ctx context.Context, key, name string, opts *m
 		lastGraceful = graceful
 		if !graceful {
 			if !pendingFinalizers {
-				if update {
-					// The finalizer change (e.g. Background dropping a
-					// previous Orphan's finalizer) is written first, as
-					// kube-apiserver does; the object is deleted next.
-					return obj, nil
-				}
 				return nil, errDeleteNow
 			}
 			// kube-apiserver's markAsDeleting: the first mark bumps the
@@ -447,8 +457,6 @@ func (h *Handler) markForDeletion(ctx context.Context, key, name string, opts *m
 		}
 		return obj, nil
 	}
-	var out runtime.Object
-	var err error
 	if dryRun {
 		cur := h.res.New()
 		if err = h.store.Get(ctx, key, storage.GetOptions{}, cur); err == nil {
@@ -466,23 +474,26 @@ func (h *Handler) markForDeletion(ctx context.Context, key, name string, opts *m
 	switch {
 	case err == nil:
 		if pendingFinalizers || (lastGraceful && lastGrace > 0) {
-			return out, false, nil
+			return out, false, true, nil
 		}
-		return out, true, nil
+		return out, true, true, nil
 	case errors.Is(err, errDeleteNow):
+		if dryRun {
+			return out, true, false, nil
+		}
 		cur := h.res.New()
 		if err := h.store.Get(ctx, key, storage.GetOptions{}, cur); err != nil {
-			return nil, false, ToStatusError(err, VerbGet, h.gr, name)
+			return nil, false, false, ToStatusError(err, VerbGet, h.gr, name)
 		}
-		return cur, true, nil
+		return cur, true, false, nil
 	case errors.Is(err, errAlreadyDeleting):
 		cur := h.res.New()
 		if err := h.store.Get(ctx, key, storage.GetOptions{}, cur); err != nil {
-			return nil, false, ToStatusError(err, VerbGet, h.gr, name)
+			return nil, false, false, ToStatusError(err, VerbGet, h.gr, name)
 		}
-		return cur, false, nil
+		return cur, false, false, nil
 	}
-	return nil, false, ToStatusError(err, VerbUpdate, h.gr, name)
+	return nil, false, false, ToStatusError(err, VerbUpdate, h.gr, name)
 }
 
 // beforeDelete is kube-apiserver's rest.BeforeDelete: it decides whether a
