@@ -33,7 +33,9 @@ func TestTrackCreateAllocations(t *testing.T) {
 	// data entry's path element. A new empty live object per create would
 	// be one more, reading the data map through reflect two more (copies
 	// of the entry's key and value).
-	if n := testing.AllocsPerRun(100, track); n > 7 {
+	if raceEnabled {
+		t.Log("allocations not counted under the race detector")
+	} else if n := testing.AllocsPerRun(100, track); n > 7 {
 		t.Errorf("trackCreate allocates %v times, want 7", n)
 	}
 	if !reflect.DeepEqual(h.empty, &corev1.ConfigMap{}) {
