@@ -208,6 +208,9 @@ func (a *Abstraction) Snapshot(ob *Observation, down map[string]bool) (model.Sna
 	inAPI := map[string]bool{}
 	for i := range ob.Pods {
 		p := &ob.Pods[i]
+		if beingRemoved(p) {
+			continue
+		}
 		inAPI[string(p.UID)] = true
 		dep := p.Labels[AppLabel]
 		if a.Orphaned[dep] {
@@ -369,6 +372,19 @@ func (a *Abstraction) modelPhase(p *v1.Pod, sandboxLive, observed bool) podPhase
 	}
 	a.phases[uid] = pp
 	return pp
+}
+
+// beingRemoved reports whether p is marked for removal with no grace
+// period and no finalizer: kube-apiserver's delete of a pod with grace
+// period 0 (an unscheduled or terminal pod's always, the kubelet's final
+// delete, the pod garbage collector's force delete) writes the pod so
+// marked and then removes it, in the same request. The model removes it
+// in one step (DeletePod of an unscheduled pod, KubeletFinalizePod,
+// PodGCDeletePod), so such a pod, observed between the two writes, is
+// mapped as already gone.
+func beingRemoved(p *v1.Pod) bool {
+	g := p.DeletionGracePeriodSeconds
+	return p.DeletionTimestamp != nil && g != nil && *g == 0 && len(p.Finalizers) == 0
 }
 
 // podGCFailed reports whether the pod garbage collector marked p Failed

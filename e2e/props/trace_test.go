@@ -271,3 +271,69 @@ func TestDeletedPodFinalStatusIsAModelState(t *testing.T) {
 		}
 	})
 }
+
+// kube-apiserver's delete of a pod with no grace period (an unscheduled
+// pod's always) writes the pod marked (deletionTimestamp, grace period 0)
+// and then removes it, in one request; the model's DeletePod removes an
+// unscheduled pod in one step (a bound one in KubeletFinalizePod or
+// PodGCDeletePod). Observed between the two writes, the marked pod is
+// already gone for the model, so the step to an unscheduled one is the
+// ReplicaSet's deletion of its extra pod.
+func TestGraceZeroMarkedUnscheduledPodIsRemoved(t *testing.T) {
+	m, err := NewModel(2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := NewAbstraction(m)
+	extra := func() *Observation {
+		ob := testObservation()
+		ob.Pods = append(ob.Pods, testPod("d1-a-3", "u3", "", v1.PodPending, "d1-a"))
+		return ob
+	}
+	s0, ok := ModelState(a, extra(), nil)
+	if !ok {
+		t.Fatal("outside the model's bounds")
+	}
+	marked := extra()
+	now, zero := metav1.Now(), int64(0)
+	marked.Pods[2].DeletionTimestamp, marked.Pods[2].DeletionGracePeriodSeconds = &now, &zero
+	sn, err := a.Snapshot(marked, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(sn.Pods) != 2 {
+		t.Fatalf("mapped %d pods, want the 2 left once the marked one is removed", len(sn.Pods))
+	}
+	s1, err := m.FromSnapshot(sn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := &TraceValidator{Model: m, MaxDepth: 8, MaxStates: 50000, FailDistance: 1000}
+	v.Step(s0)
+	if msg := v.Step(s1); msg != "" {
+		t.Fatalf("not explained: %s", msg)
+	}
+	// Bound, it is gone as well (the kubelet's final delete, a force
+	// delete); with a grace period left or a finalizer, it stays, the
+	// model's Deleting.
+	for _, tc := range []struct {
+		name string
+		edit func(p *v1.Pod)
+		want int
+	}{
+		{"bound, grace 0", func(p *v1.Pod) { p.Spec.NodeName = "node-2" }, 2},
+		{"grace 30", func(p *v1.Pod) { p.DeletionGracePeriodSeconds = ptr(int64(30)) }, 3},
+		{"grace 0 and a finalizer", func(p *v1.Pod) { p.Finalizers = []string{"example.com/hold"} }, 3},
+	} {
+		ob := extra()
+		ob.Pods[2].DeletionTimestamp, ob.Pods[2].DeletionGracePeriodSeconds = &now, &zero
+		tc.edit(&ob.Pods[2])
+		sn, err := NewAbstraction(m).Snapshot(ob, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(sn.Pods) != tc.want || tc.want == 3 && sn.Pods[2].State != model.Deleting {
+			t.Fatalf("%s: mapped %d pods (%+v), want %d, a third one Deleting", tc.name, len(sn.Pods), sn.Pods, tc.want)
+		}
+	}
+}
