@@ -203,15 +203,19 @@ func (m *Metrics) Deprecated(gvr schema.GroupVersionResource, removedRelease str
 }
 
 // Scope is the scope label of a request: "resource" for one named object
-// or a create, "namespace" for a collection in a namespace, "cluster" for
-// a cluster-wide collection, "" for a non-resource request.
+// (or its subresource) or a create, "namespace" for a collection in a
+// namespace, "cluster" for a cluster-wide collection, "" for a
+// non-resource request. It is the scope of the route kube-apiserver's
+// router picks, so an empty name segment on a subresource's path
+// (pods//status) is still "resource" and an empty namespace segment
+// (namespaces//pods) still "namespace".
 func Scope(info *request.Info) string {
 	switch {
 	case info == nil:
 		return ""
-	case info.Name != "" || info.Verb == "create":
+	case info.Name != "" || info.Subresource != "" || info.Verb == "create":
 		return "resource"
-	case info.Namespace != "":
+	case info.Namespace != "" || info.UnderNamespace:
 		return "namespace"
 	case info.IsResourceRequest:
 		return "cluster"
