@@ -7,7 +7,7 @@
 //
 // Validation and errors follow kube-apiserver's pod log and exec REST
 // (pkg/registry/core/pod): a container name is required when the pod has
-// several, a pod without a node yields an empty log and refuses exec,
+// several, a pod without a node has no log (204 No Content) and refuses exec,
 // errors from the kubelet come back with the kubelet's message and code.
 // An exec or attach by a WebSocket v5 client is translated to SPDY toward
 // the kubelet, as kube-apiserver's StreamTranslator (translate.go); other
@@ -31,6 +31,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/proxy"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -76,7 +77,6 @@ var (
 	podsExec  = schema.GroupResource{Resource: "pods/exec"}
 	podsAtt   = schema.GroupResource{Resource: "pods/attach"}
 	podsPF    = schema.GroupResource{Resource: "pods/portforward"}
-	pfOptsGK  = schema.GroupKind{Kind: "PodPortForwardOptions"}
 	nodesRes  = schema.GroupResource{Resource: "nodes"}
 	logOptsGK = schema.GroupKind{Kind: "PodLogOptions"}
 )
@@ -324,21 +324,27 @@ func (p *Proxy) PodExec(w http.ResponseWriter, r *http.Request, namespace, name 
 	return p.upgrade(w, r, u, podsExec, name)
 }
 
-// streamQuery validates the stream flags of an exec or attach request
-// against the pod (bound to a node, not completed) and returns the
-// kubelet's query with them.
+// streamQuery decodes the stream flags of an exec or attach request as
+// kube-apiserver's query conversion of PodExecOptions and PodAttachOptions
+// does (apimachinery's Convert_Slice_string_To_bool: the first value; true
+// for anything but "0" and "false" in any case, an empty value too; never
+// an error), checks them against the pod (bound to a node, not completed)
+// and returns the kubelet's query as kube-apiserver's streamParams writes
+// it: each flag that is set as "1", the others left out.
 func streamQuery(q url.Values, pod *corev1.Pod, doing string) (url.Values, error) {
 	kq := url.Values{}
+	set := map[string]bool{}
 	for _, n := range []string{"stdin", "stdout", "stderr", "tty"} {
-		if v := q.Get(n); v != "" {
-			if _, err := strconv.ParseBool(v); err != nil {
-				return nil, apierrors.NewBadRequest(fmt.Sprintf("%s: invalid value %q: must be a boolean", n, v))
-			}
-			kq.Set(n, v)
+		v := q[n]
+		var b bool
+		if err := runtime.Convert_Slice_string_To_bool(&v, &b, nil); err != nil {
+			return nil, apierrors.NewBadRequest(err.Error())
+		}
+		if set[n] = b; b {
+			kq.Set(n, "1")
 		}
 	}
-	flag := func(n string) bool { b, _ := strconv.ParseBool(q.Get(n)); return b }
-	if !flag("stdin") && !flag("stdout") && !flag("stderr") {
+	if !set["stdin"] && !set["stdout"] && !set["stderr"] {
 		return nil, apierrors.NewBadRequest("you must specify at least 1 of stdin, stdout, stderr")
 	}
 	if pod.Spec.NodeName == "" {
@@ -379,27 +385,27 @@ func (p *Proxy) PodAttach(w http.ResponseWriter, r *http.Request, namespace, nam
 	return p.upgrade(w, r, u, podsAtt, name)
 }
 
-// portForwardQuery validates the PodPortForwardOptions of a
-// pods/portforward request: each of the optional ports must be an integer
-// in 1-65535. The kubelet's query names them "port".
+// portForwardQuery decodes the ports of a pods/portforward request as
+// kube-apiserver's query conversion of PodPortForwardOptions does
+// (apimachinery's Convert_Slice_string_To_Slice_int32: every value of
+// "ports", each split at commas, an unsigned 16-bit integer; the first
+// that is not is a 400 with the parser's message; there is no other
+// validation, port 0 included), and returns the kubelet's query as
+// kube-apiserver's streamParams writes it: one "port" of the ports joined
+// by commas.
 func portForwardQuery(q url.Values) (url.Values, error) {
 	kq := url.Values{}
-	var errs field.ErrorList
-	for i, v := range q["ports"] {
-		path := field.NewPath("ports").Index(i)
-		n, err := strconv.ParseInt(v, 10, 32)
-		if err != nil {
-			errs = append(errs, field.Invalid(path, v, "must be an integer"))
-			continue
-		}
-		if n < 1 || n > 65535 {
-			errs = append(errs, field.Invalid(path, n, "must be between 1 and 65535, inclusive"))
-			continue
-		}
-		kq.Add("port", strconv.FormatInt(n, 10))
+	v := q["ports"]
+	var ports []int32
+	if err := metav1.Convert_Slice_string_To_Slice_int32(&v, &ports, nil); err != nil {
+		return nil, apierrors.NewBadRequest(err.Error())
 	}
-	if len(errs) > 0 {
-		return nil, apierrors.NewInvalid(pfOptsGK, "", errs)
+	if len(ports) > 0 {
+		s := make([]string, len(ports))
+		for i, p := range ports {
+			s[i] = strconv.FormatInt(int64(p), 10)
+		}
+		kq.Set(corev1.PortHeader, strings.Join(s, ","))
 	}
 	return kq, nil
 }

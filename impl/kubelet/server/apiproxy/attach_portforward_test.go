@@ -1,6 +1,7 @@
 package apiproxy_test
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -134,7 +135,7 @@ func TestPodAttachRefusals(t *testing.T) {
 		code       int
 	}{
 		"no streams":    {base + "web/attach", "you must specify at least 1 of stdin, stdout, stderr", 400},
-		"bad flag":      {base + "web/attach?stdout=maybe", `stdout: invalid value "maybe": must be a boolean`, 400},
+		"false flags":   {base + "web/attach?stdout=FALSE&stderr=0", "you must specify at least 1 of stdin, stdout, stderr", 400},
 		"which":         {base + "multi/attach?stdout=true", "a container name must be specified for pod multi, choose one of: [a b]", 400},
 		"no container":  {base + "web/attach?stdout=true&container=nope", "container nope is not valid for pod web", 400},
 		"no pod":        {base + "gone/attach?stdout=true", `pods "gone" not found`, 404},
@@ -251,9 +252,15 @@ func TestPodPortForwardRefusals(t *testing.T) {
 	}{
 		{base + "pending/portforward?ports=80", "pod pending does not have a host assigned", 400},
 		{base + "gone/portforward", `pods "gone" not found`, 404},
-		{base + "pending/portforward?ports=0", `PodPortForwardOptions "" is invalid: ports[0]: Invalid value: 0: must be between 1 and 65535, inclusive`, 422},
-		{base + "pending/portforward?ports=80&ports=65536", `PodPortForwardOptions "" is invalid: ports[1]: Invalid value: 65536: must be between 1 and 65535, inclusive`, 422},
-		{base + "pending/portforward?ports=http", `PodPortForwardOptions "" is invalid: ports[0]: Invalid value: "http": must be an integer`, 422},
+		// The ports are decoded as kube-apiserver's query conversion
+		// decodes them: a 400 with the parser's message, before the pod
+		// is read; no range check (port 0 is not refused).
+		{base + "pending/portforward?ports=0", "pod pending does not have a host assigned", 400},
+		{base + "gone/portforward?ports=80,0&ports=443", `pods "gone" not found`, 404},
+		{base + "gone/portforward?ports=80&ports=65536", `cannot convert to []int32: strconv.ParseUint: parsing "65536": value out of range`, 400},
+		{base + "gone/portforward?ports=80,http", `cannot convert to []int32: strconv.ParseUint: parsing "http": invalid syntax`, 400},
+		{base + "gone/portforward?ports=", `cannot convert to []int32: strconv.ParseUint: parsing "": invalid syntax`, 400},
+		{base + "gone/portforward?ports=-1", `cannot convert to []int32: strconv.ParseUint: parsing "-1": invalid syntax`, 400},
 	} {
 		if code, body := e.get(tc.path); code != tc.code || body != tc.want {
 			t.Errorf("GET %s = %d %q, want %d %q", tc.path, code, body, tc.code, tc.want)
@@ -285,5 +292,44 @@ func TestPodExecWebSocketIsTranslatedToSPDY(t *testing.T) {
 	}
 	if get, post := execs("GET"), execs("POST"); get != "0" || post != "1" {
 		t.Errorf("the kubelet saw %s GET and %s POST exec requests, want 0 and 1", get, post)
+	}
+}
+
+// TestStreamOptionsAsKubeApiserver: pods/exec and pods/attach decode their
+// boolean options as kube-apiserver's query conversion does (true for any
+// value but "0" and "false" in any case, an empty value too; never a
+// 400 for the value), and the kubelet is asked with upstream's "1".
+func TestStreamOptionsAsKubeApiserver(t *testing.T) {
+	e := newEnv(t)
+	e.waitNode()
+	e.runPod("web", "node-1", nil, "app")
+	e.runPod("pending", "", nil, "app")
+	const base = "/api/v1/namespaces/default/pods/"
+	for _, tc := range []struct {
+		path, want string
+		code       int
+	}{
+		{base + "pending/attach?stdout=maybe", "pod pending does not have a host assigned", 400},
+		{base + "pending/attach?stdout=", "pod pending does not have a host assigned", 400},
+		{base + "pending/attach?stdin=yes&stdin=false", "pod pending does not have a host assigned", 400},
+		{base + "pending/attach?stdout=False&stderr=0&stdin=", "pod pending does not have a host assigned", 400},
+		{base + "pending/attach?stdout=False&stderr=0&tty=1", "you must specify at least 1 of stdin, stdout, stderr", 400},
+		{base + "pending/exec?command=ls&tty=maybe&stderr=off", "pod pending does not have a host assigned", 400},
+		{base + "pending/exec?command=ls&stdout=0", "you must specify at least 1 of stdin, stdout, stderr", 400},
+	} {
+		if code, body := e.get(tc.path); code != tc.code || body != tc.want {
+			t.Errorf("GET %s = %d %q, want %d %q", tc.path, code, body, tc.code, tc.want)
+		}
+	}
+	// An exec whose flags are spelled "yes" and "" runs, with those
+	// streams: the kubelet was asked for them.
+	q := url.Values{"command": {"sh", "-c", "echo out; cat /nope"}, "stdout": {"yes"}, "stderr": {""}}
+	for transport, ex := range e.executors(base + "web/exec?" + q.Encode()) {
+		var stdout, stderr bytes.Buffer
+		err := ex.StreamWithContext(e.ctx, remotecommand.StreamOptions{Stdout: &stdout, Stderr: &stderr})
+		var exit exec.CodeExitError
+		if !errors.As(err, &exit) || exit.Code != 1 || stdout.String() != "out\n" || stderr.String() != "cat: /nope: No such file or directory\n" {
+			t.Errorf("exec with stdout=yes&stderr= over %s: %v, stdout %q stderr %q", transport, err, stdout.String(), stderr.String())
+		}
 	}
 }
