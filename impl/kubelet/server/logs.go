@@ -1,10 +1,15 @@
 package server
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
-	"strconv"
+	"net/url"
 	"time"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	apiruntime "k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/kubeproof/kubeproof/impl/kubelet/runtime"
 )
@@ -17,52 +22,91 @@ type logQuery struct {
 	since                        time.Time
 }
 
-func parseLogQuery(req *http.Request, now time.Time) (logQuery, error) {
-	q := req.URL.Query()
+// logQueryError is a refused /containerLogs query: the status and the body
+// upstream's kubelet answers it with.
+type logQueryError struct {
+	code int
+	msg  string
+}
+
+func (e *logQueryError) Error() string { return e.msg }
+
+// Upstream's kubelet answers a query it cannot decode, and one that does not
+// validate, with these bodies (JSON-looking text, without details).
+var (
+	errLogQueryDecode  = &logQueryError{http.StatusBadRequest, `{"message": "Unable to decode query."}`}
+	errLogQueryInvalid = &logQueryError{http.StatusUnprocessableEntity, `{"message": "Invalid request."}`}
+)
+
+// parseLogQuery reads the query of /containerLogs as upstream's kubelet
+// (pkg/kubelet/server getContainerLogs): the legacy "tail" (a number, or
+// "all" for no limit) stands for tailLines; the options are decoded as the
+// v1 PodLogOptions query conversion decodes them (the first value of each;
+// a boolean is true for anything but "0" and "false" in any case, an empty
+// value too; sinceTime empty or "null" is the zero time), any that does not
+// parse being errLogQueryDecode; then validated as v1 ValidatePodLogOptions
+// (tailLines >= 0, limitBytes and sinceSeconds > 0, not both sinceSeconds
+// and sinceTime, stream one of All, Stdout, Stderr and with tailLines only
+// All), errLogQueryInvalid when not. With PodLogsQuerySplitStreams off, as
+// in upstream's default, a stream other than All is a 400.
+func parseLogQuery(query url.Values, now time.Time) (logQuery, error) {
+	q := url.Values{}
+	for k, v := range query {
+		q[k] = v
+	}
+	if tail := q.Get("tail"); tail != "" {
+		q["tailLines"] = []string{tail}
+		if tail == "all" {
+			delete(q, "tailLines")
+		}
+	}
 	var lq logQuery
-	var err error
-	boolParam := func(name string, out *bool) {
-		if v := q.Get(name); v != "" && err == nil {
-			if *out, err = strconv.ParseBool(v); err != nil {
-				err = fmt.Errorf("%s: %q is not a boolean", name, v)
-			}
+	var sinceSeconds *int64
+	var sinceTime *metav1.Time
+	var stream *string
+	for _, b := range []struct {
+		name string
+		out  *bool
+	}{{"follow", &lq.follow}, {"previous", &lq.previous}, {"timestamps", &lq.timestamps}} {
+		v := q[b.name]
+		if err := apiruntime.Convert_Slice_string_To_bool(&v, b.out, nil); err != nil {
+			return lq, errLogQueryDecode
 		}
 	}
-	intParam := func(name string, min int64) *int64 {
-		v := q.Get(name)
-		if v == "" || err != nil {
-			return nil
-		}
-		n, perr := strconv.ParseInt(v, 10, 64)
-		if perr != nil {
-			err = fmt.Errorf("%s: %q is not an integer", name, v)
-			return nil
-		}
-		if n < min {
-			err = fmt.Errorf("%s: Invalid value: %d: must be greater than or equal to %d", name, n, min)
-			return nil
-		}
-		return &n
-	}
-	boolParam("follow", &lq.follow)
-	boolParam("previous", &lq.previous)
-	boolParam("timestamps", &lq.timestamps)
-	lq.tailLines = intParam("tailLines", 0)
-	lq.limitBytes = intParam("limitBytes", 1)
-	sinceSeconds := intParam("sinceSeconds", 1)
-	if err != nil {
-		return lq, err
-	}
-	if v := q.Get("sinceTime"); v != "" {
-		if sinceSeconds != nil {
-			return lq, fmt.Errorf("at most one of sinceTime or sinceSeconds may be specified")
-		}
-		if lq.since, err = time.Parse(time.RFC3339, v); err != nil {
-			return lq, fmt.Errorf("sinceTime: %q is not an RFC 3339 time", v)
+	for _, n := range []struct {
+		name string
+		out  **int64
+	}{{"sinceSeconds", &sinceSeconds}, {"tailLines", &lq.tailLines}, {"limitBytes", &lq.limitBytes}} {
+		v := q[n.name]
+		if err := apiruntime.Convert_Slice_string_To_Pointer_int64(&v, n.out, nil); err != nil {
+			return lq, errLogQueryDecode
 		}
 	}
-	if sinceSeconds != nil {
+	if v, ok := q["sinceTime"]; ok && len(v) > 0 {
+		if err := metav1.Convert_Slice_string_To_Pointer_v1_Time(&v, &sinceTime, nil); err != nil {
+			return lq, errLogQueryDecode
+		}
+	}
+	if v, ok := q["stream"]; ok && len(v) > 0 {
+		stream = &v[0]
+	}
+	switch {
+	case lq.tailLines != nil && *lq.tailLines < 0,
+		lq.limitBytes != nil && *lq.limitBytes < 1,
+		sinceSeconds != nil && sinceTime != nil,
+		sinceSeconds != nil && *sinceSeconds < 1,
+		stream != nil && *stream != string(v1.LogStreamAll) && *stream != string(v1.LogStreamStdout) && *stream != string(v1.LogStreamStderr),
+		stream != nil && *stream != string(v1.LogStreamAll) && lq.tailLines != nil:
+		return lq, errLogQueryInvalid
+	}
+	if stream != nil && *stream != string(v1.LogStreamAll) {
+		return lq, &logQueryError{http.StatusBadRequest, fmt.Sprintf("unable to return the given log stream: %q. Please enable PodLogsQuerySplitStreams feature gate in kubelet", *stream)}
+	}
+	switch {
+	case sinceSeconds != nil:
 		lq.since = now.Add(-time.Duration(*sinceSeconds) * time.Second)
+	case sinceTime != nil:
+		lq.since = sinceTime.Time
 	}
 	return lq, nil
 }
@@ -71,9 +115,13 @@ func parseLogQuery(req *http.Request, now time.Time) (logQuery, error) {
 // following it (polling the runtime) until the container stops running or
 // the client goes away.
 func (m *Mux) serveContainerLogs(w http.ResponseWriter, req *http.Request, namespace, pod, container string) {
-	lq, err := parseLogQuery(req, time.Now())
+	lq, err := parseLogQuery(req.URL.Query(), time.Now())
 	if err != nil {
-		http.Error(w, err.Error(), http.StatusUnprocessableEntity)
+		code := http.StatusBadRequest
+		if qe := (*logQueryError)(nil); errors.As(err, &qe) {
+			code = qe.code
+		}
+		http.Error(w, err.Error(), code)
 		return
 	}
 	k, _, _, ok := m.lookupContainer(func(code int, msg string) { http.Error(w, msg, code) }, namespace, pod, container)

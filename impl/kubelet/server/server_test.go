@@ -212,6 +212,56 @@ func (e *env) get(path string) (int, string) {
 	return resp.StatusCode, string(b)
 }
 
+// TestContainerLogsQueryAsUpstream: /containerLogs reads its query as
+// upstream's kubelet (getContainerLogs): the legacy "tail"; the v1
+// PodLogOptions query conversion (booleans true for anything but "0" and
+// "false", an empty value too; sinceTime empty or "null" set to the zero
+// time); a query that does not decode is a 400 and one that does not
+// validate a 422, each with upstream's fixed body, both before the pod is
+// looked up; a stream other than All is refused (its feature gate is off).
+func TestContainerLogsQueryAsUpstream(t *testing.T) {
+	e := newEnv(t, "node-a")
+	e.runPod("node-a", "web", map[string]string{sim.AnnotationLogs: "one\ntwo\nthree"})
+	const decode, invalid = `{"message": "Unable to decode query."}` + "\n", `{"message": "Invalid request."}` + "\n"
+	for _, tc := range []struct {
+		query, want string
+		code        int
+	}{
+		{"/containerLogs/default/web/app?tail=1", "three\n", 200},
+		{"/containerLogs/default/web/app?tail=all&tailLines=1", "one\ntwo\nthree\n", 200},
+		{"/containerLogs/default/web/app?tail=2&tailLines=1", "two\nthree\n", 200},
+		{"/containerLogs/default/web/app?tail=x", decode, 400},
+		{"/containerLogs/default/web/app?tailLines=x", decode, 400},
+		{"/containerLogs/default/web/app?limitBytes=1.5", decode, 400},
+		{"/containerLogs/default/web/app?sinceSeconds=", decode, 400},
+		{"/containerLogs/default/web/app?sinceTime=2020-01-01", decode, 400},
+		{"/containerLogs/default/nope/app?tailLines=x", decode, 400},
+		{"/containerLogs/default/web/app?limitBytes=0", invalid, 422},
+		{"/containerLogs/default/web/app?sinceSeconds=0", invalid, 422},
+		{"/containerLogs/default/web/app?sinceSeconds=5&sinceTime=", invalid, 422},
+		{"/containerLogs/default/web/app?stream=Both", invalid, 422},
+		{"/containerLogs/default/web/app?stream=Stdout&tailLines=1", invalid, 422},
+		{"/containerLogs/default/nope/app?tailLines=-1", invalid, 422},
+		{"/containerLogs/default/web/app?stream=Stderr", "unable to return the given log stream: \"Stderr\". Please enable PodLogsQuerySplitStreams feature gate in kubelet\n", 400},
+		{"/containerLogs/default/web/app?stream=All&tailLines=1", "three\n", 200},
+		{"/containerLogs/default/web/app?sinceTime=null", "one\ntwo\nthree\n", 200},
+		{"/containerLogs/default/web/app?sinceTime=2099-01-01T00:00:00Z", "", 200},
+		{"/containerLogs/default/web/app?follow=0&previous=FALSE&limitBytes=3", "one", 200},
+		{"/containerLogs/default/web/app?previous=maybe", "previous terminated container \"app\" in pod \"web\" not found\n", 400},
+		{"/containerLogs/default/web/app?previous=", "previous terminated container \"app\" in pod \"web\" not found\n", 400},
+	} {
+		code, body := e.get(tc.query)
+		if code != tc.code || body != tc.want {
+			t.Errorf("GET %s = %d %q, want %d %q", tc.query, code, body, tc.code, tc.want)
+		}
+	}
+	// timestamps= (empty) is set: the line carries its time.
+	code, body := e.get("/containerLogs/default/web/app?timestamps=&tailLines=1")
+	if code != 200 || !strings.HasSuffix(body, " three\n") || len(body) < len("2006-01-02T15:04:05Z three\n") {
+		t.Errorf("GET ?timestamps=&tailLines=1 = %d %q, want the line with its time", code, body)
+	}
+}
+
 func TestContainerLogs(t *testing.T) {
 	e := newEnv(t, "node-a")
 	e.runPod("node-a", "web", map[string]string{sim.AnnotationLogs: "one\ntwo\nthree"})
@@ -225,7 +275,7 @@ func TestContainerLogs(t *testing.T) {
 		{"/containerLogs/default/web/app?tailLines=0", "", 200},
 		{"/containerLogs/default/web/app?limitBytes=6", "one\ntw", 200},
 		{"/containerLogs/default/web/app?sinceSeconds=3600", "one\ntwo\nthree\n", 200},
-		{"/containerLogs/default/web/app?tailLines=-1", "tailLines: Invalid value: -1: must be greater than or equal to 0\n", 422},
+		{"/containerLogs/default/web/app?tailLines=-1", `{"message": "Invalid request."}` + "\n", 422},
 		{"/containerLogs/default/web/app?previous=true", "previous terminated container \"app\" in pod \"web\" not found\n", 400},
 		{"/containerLogs/default/nope/app", "pod \"nope\" does not exist\n", 404},
 		{"/containerLogs/default/web/nope", "container \"nope\" not found in pod \"web\"\n", 404},
