@@ -64,13 +64,20 @@ func (s *Server) serveTokenRequest(w http.ResponseWriter, r *http.Request, gv sc
 		endpoints.WriteError(w, r, s.codecs, endpoints.NameRequired(), tokenRequestGR, info.Name)
 		return true
 	}
-	// Warnings (admission plugins', a shortened expiration's) go out as
-	// Warning headers, as on other writes.
+	// Warnings (admission plugins', a shortened expiration's, the body's
+	// unknown fields under fieldValidation=Warn) go out as Warning
+	// headers, as on other writes.
 	w, r = endpoints.CollectWarnings(w, r)
+	// A token request is a create (kube-apiserver's TokenREST is a named
+	// creater): its CreateOptions are checked, and fieldValidation applies
+	// to the TokenRequest body.
+	opts, fieldValidation, err := endpoints.CreateOptions(r)
+	if err != nil {
+		endpoints.WriteError(w, r, s.codecs, err, tokenRequestGR, info.Name)
+		return true
+	}
 	req := &authenticationv1.TokenRequest{}
-	// Unknown fields are still ignored here, unlike kube-apiserver's
-	// create handler (README).
-	if err := s.readObject(w, r, authenticationv1.SchemeGroupVersion.WithKind("TokenRequest"), req, defaultTokenRequest, metav1.FieldValidationIgnore); err != nil {
+	if err := s.readObject(w, r, authenticationv1.SchemeGroupVersion.WithKind("TokenRequest"), req, defaultTokenRequest, fieldValidation); err != nil {
 		endpoints.WriteError(w, r, s.codecs, err, tokenRequestGR, info.Name)
 		return true
 	}
@@ -81,7 +88,8 @@ func (s *Server) serveTokenRequest(w http.ResponseWriter, r *http.Request, gv sc
 	ctx := r.Context()
 	attrs := admission.Attributes{Operation: admission.Create, Resource: serviceAccountsGVR,
 		Kind: authenticationv1.SchemeGroupVersion.WithKind("TokenRequest"), Subresource: "token",
-		Namespace: info.Namespace, Name: info.Name, Object: req, User: request.UserFrom(ctx)}
+		Namespace: info.Namespace, Name: info.Name, Object: req, User: request.UserFrom(ctx),
+		DryRun: len(opts.DryRun) > 0, Options: opts}
 	if err := s.admission.Admit(ctx, &attrs); err != nil {
 		endpoints.WriteError(w, r, s.codecs, err, serviceAccountsGVR.GroupResource(), info.Name)
 		return true
