@@ -196,13 +196,19 @@ func (h *Handler) routeLegacyBindings(info *request.Info) (serveFunc, error) {
 	return h.bind, nil
 }
 
+// bindingGVK is the kind of a binding request's object.
+var bindingGVK = corev1.SchemeGroupVersion.WithKind("Binding")
+
 // bindingAdm is the admission attributes of a binding: kube-apiserver
 // admits the subresource as pods/binding and the legacy resource as
-// bindings, both of kind Binding.
+// bindings, both of kind Binding, the kind of the request's object (its
+// create handler admits with the kind its storage makes, and
+// BindingREST's is a Binding), not the pod's.
 func (h *Handler) bindingAdm(ctx context.Context, info *request.Info, b *corev1.Binding, opts admission.RequestOptions) *admission.Attributes {
 	a := h.adm(ctx, admission.Create, info, b.Namespace, b.Name, b, nil, opts)
+	a.Kind = bindingGVK
 	if isLegacyBindings(info) {
-		a.Resource, a.Kind = legacyBindingsGVR, corev1.SchemeGroupVersion.WithKind("Binding")
+		a.Resource = legacyBindingsGVR
 	}
 	return a
 }
