@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 
 	apidiscoveryv2 "k8s.io/api/apidiscovery/v2"
@@ -78,6 +79,13 @@ func New(resources []*resource.Resource, codecs *codec.Codecs) (*Handler, error)
 			h.lists[r.GroupVersion] = l
 		}
 		l.APIResources = append(l.APIResources, apiResources(r)...)
+	}
+	// Each group version's resources sorted by name, a resource's
+	// subresources right after it, as kube-apiserver's API installer
+	// registers a group version's storage paths in sorted order (the
+	// aggregated discovery below keeps it).
+	for _, l := range h.lists {
+		slices.SortStableFunc(l.APIResources, func(a, b metav1.APIResource) int { return strings.Compare(a.Name, b.Name) })
 	}
 	h.coreV2, h.apisV2 = h.aggregate()
 	var err error
