@@ -363,9 +363,6 @@ func (s *liveServer) discover(ctx context.Context, rs []*resource.Resource) erro
 			return err
 		}
 		for _, ar := range list.APIResources {
-			if gv.Group == "" && ar.Name == "componentstatuses" {
-				continue // a computed resource: not in served()
-			}
 			if gv.Group == "" && ar.Name == "bindings" {
 				// The legacy bindings resource is pods/binding's code
 				// at another path (apiserver's TestLegacyBindings); the

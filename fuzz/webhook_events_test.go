@@ -190,10 +190,12 @@ type eventCall struct {
 
 // eventHookServer answers the event hooks over TLS.
 type eventHookServer struct {
-	srv     *httptest.Server
-	mu      sync.Mutex
-	answers map[string]eventAnswer
-	calls   []eventCall
+	srv *httptest.Server
+	// registrations counts register's calls, naming their probes apart.
+	registrations int
+	mu            sync.Mutex
+	answers       map[string]eventAnswer
+	calls         []eventCall
 }
 
 func (w *eventHookServer) script(answers map[string]eventAnswer) []eventCall {
@@ -271,6 +273,9 @@ func eventWebhooks(t testing.TB, s *liveServer) *eventHookServer {
 	defer eventHooksOnce.Unlock()
 	if theEventHooks == nil && eventHooksErr == nil {
 		theEventHooks, eventHooksErr = startEventWebhooks(s)
+	} else if eventHooksErr == nil && !webhookConfigurationsExist(s, eventWebhookConfiguration) {
+		// Deleted by another target's request, as webhooks says.
+		eventHooksErr = theEventHooks.register(s)
 	}
 	if eventHooksErr != nil {
 		t.Fatalf("starting the event webhooks: %v", eventHooksErr)
@@ -287,6 +292,20 @@ func startEventWebhooks(s *liveServer) (*eventHookServer, error) {
 	}
 	w.srv.TLS = &tls.Config{Certificates: []tls.Certificate{cert}}
 	w.srv.StartTLS()
+	if err := w.register(s); err != nil {
+		return nil, err
+	}
+	return w, nil
+}
+
+// eventWebhookConfiguration names the mutating and the validating webhook
+// configuration of eventHooks.
+const eventWebhookConfiguration = "fuzz-webhook-events"
+
+// register creates eventHooks' configurations (those already there are
+// kept) and waits until the admission plugins call them.
+func (w *eventHookServer) register(s *liveServer) error {
+	w.registrations++
 	ca := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: w.srv.Certificate().Raw})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -322,33 +341,33 @@ func startEventWebhooks(s *liveServer) (*eventHookServer, error) {
 		{"/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations", "ValidatingWebhookConfiguration", validating},
 	} {
 		doc, _ := json.Marshal(map[string]any{"apiVersion": "admissionregistration.k8s.io/v1", "kind": c.kind,
-			"metadata": map[string]any{"name": "fuzz-webhook-events"}, "webhooks": c.hooks})
+			"metadata": map[string]any{"name": eventWebhookConfiguration}, "webhooks": c.hooks})
 		if code, body := s.do(ctx, http.MethodPost, c.path, "application/json", doc); code != http.StatusCreated && code != http.StatusConflict {
-			return nil, fmt.Errorf("POST %s: %d %s", c.path, code, body)
+			return fmt.Errorf("POST %s: %d %s", c.path, code, body)
 		}
 	}
 	// Wait until the configurations reach the plugins' caches: a core/v1
 	// event labelled for every hook calls the core/v1 Exact ones (the
 	// rest is the oracle's to check).
 	for i := 0; ; i++ {
-		e := newEventState(fmt.Sprintf("probe-%d", i), nil)
+		e := newEventState(fmt.Sprintf("probe-%d-%d", w.registrations, i), nil)
 		for _, h := range eventHooks {
 			e.labels[eventHookLabel(h)] = ""
 		}
 		w.script(nil)
 		doc, _ := json.Marshal(e.doc(""))
 		if code, body := s.do(ctx, http.MethodPost, "/api/v1/namespaces/"+webhookNamespace+"/events", "application/json", doc); code != http.StatusCreated {
-			return nil, fmt.Errorf("POST a probe event: %d %s", code, body)
+			return fmt.Errorf("POST a probe event: %d %s", code, body)
 		}
 		called := map[string]bool{}
 		for _, c := range w.script(nil) {
 			called[c.hook.short] = true
 		}
 		if called["mcx"] && called["vcx"] {
-			return w, nil
+			return nil
 		}
 		if ctx.Err() != nil {
-			return nil, fmt.Errorf("the event webhooks were not called within a minute")
+			return fmt.Errorf("the event webhooks were not called within a minute")
 		}
 		time.Sleep(50 * time.Millisecond)
 	}

@@ -295,6 +295,8 @@ type hookCall struct {
 type webhookServer struct {
 	srv *httptest.Server
 	ca  []byte
+	// registrations counts register's calls, naming their probes apart.
+	registrations int
 
 	mu      sync.Mutex
 	answers map[string]hookAnswer // nil: every hook allows, no patch
@@ -404,18 +406,41 @@ var (
 )
 
 // webhooks starts the webhook server and registers fuzzHooks with the
-// process's API server (once per process).
+// process's API server (once per process), and registers them again when
+// their configurations were deleted since: in `go test ./fuzz` every
+// target shares the server, and another target's request (FuzzHTTP's
+// DELETE of the validatingwebhookconfigurations collection) may delete
+// them.
 func webhooks(t testing.TB, s *liveServer) *webhookServer {
 	t.Helper()
 	hooksMu.Lock()
 	defer hooksMu.Unlock()
 	if theHooks == nil && hooksErr == nil {
 		theHooks, hooksErr = startWebhooks(s)
+	} else if hooksErr == nil && !webhookConfigurationsExist(s, fuzzWebhookConfiguration) {
+		hooksErr = theHooks.register(s)
 	}
 	if hooksErr != nil {
 		t.Fatalf("starting the webhooks: %v", hooksErr)
 	}
 	return theHooks
+}
+
+// fuzzWebhookConfiguration names the mutating and the validating webhook
+// configuration of fuzzHooks.
+const fuzzWebhookConfiguration = "fuzz-webhook"
+
+// webhookConfigurationsExist reports whether both the mutating and the
+// validating webhook configuration called name are stored.
+func webhookConfigurationsExist(s *liveServer, name string) bool {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	for _, kind := range []string{"mutatingwebhookconfigurations", "validatingwebhookconfigurations"} {
+		if code, _ := s.do(ctx, http.MethodGet, "/apis/admissionregistration.k8s.io/v1/"+kind+"/"+name, "", nil); code != http.StatusOK {
+			return false
+		}
+	}
+	return true
 }
 
 func startWebhooks(s *liveServer) (*webhookServer, error) {
@@ -429,6 +454,17 @@ func startWebhooks(s *liveServer) (*webhookServer, error) {
 	w.srv.TLS = &tls.Config{Certificates: []tls.Certificate{cert}}
 	w.srv.StartTLS()
 	w.ca = pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: w.srv.Certificate().Raw})
+	if err := w.register(s); err != nil {
+		return nil, err
+	}
+	return w, nil
+}
+
+// register creates fuzzHooks' namespaces, service and configurations
+// (those already there are kept) and waits until the admission plugins
+// call every hook.
+func (w *webhookServer) register(s *liveServer) error {
+	w.registrations++
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	post := func(path, doc string) error {
@@ -441,10 +477,10 @@ func startWebhooks(s *liveServer) (*webhookServer, error) {
 	for _, n := range webhookNamespaces {
 		doc, _ := json.Marshal(map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": n.name, "labels": n.labels}})
 		if err := post("/api/v1/namespaces", string(doc)); err != nil {
-			return nil, err
+			return err
 		}
 		if err := post("/api/v1/namespaces/"+n.name+"/serviceaccounts", `{"apiVersion":"v1","kind":"ServiceAccount","metadata":{"name":"default"}}`); err != nil {
-			return nil, err
+			return err
 		}
 	}
 	// The service the variants addressed by service call: an
@@ -453,7 +489,7 @@ func startWebhooks(s *liveServer) (*webhookServer, error) {
 	svc, _ := json.Marshal(map[string]any{"apiVersion": "v1", "kind": "Service", "metadata": map[string]any{"name": webhookService},
 		"spec": map[string]any{"type": "ExternalName", "externalName": "127.0.0.1", "ports": []any{map[string]any{"name": "https", "port": port}}}})
 	if err := post("/api/v1/namespaces/"+webhookNamespace+"/services", string(svc)); err != nil {
-		return nil, err
+		return err
 	}
 	var mutating, validating []map[string]any
 	for _, h := range fuzzRegs {
@@ -493,9 +529,9 @@ func startWebhooks(s *liveServer) (*webhookServer, error) {
 		{"/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations", "ValidatingWebhookConfiguration", validating},
 	} {
 		doc, _ := json.Marshal(map[string]any{"apiVersion": "admissionregistration.k8s.io/v1", "kind": c.kind,
-			"metadata": map[string]any{"name": "fuzz-webhook"}, "webhooks": c.hooks})
+			"metadata": map[string]any{"name": fuzzWebhookConfiguration}, "webhooks": c.hooks})
 		if err := post(c.path, string(doc)); err != nil {
-			return nil, err
+			return err
 		}
 	}
 	// The plugins read configurations from a cache: wait until
@@ -515,22 +551,22 @@ func startWebhooks(s *liveServer) (*webhookServer, error) {
 			}
 		}
 		w.script(nil)
-		doc, _ := json.Marshal(map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": fmt.Sprintf("probe-%d", i), "labels": labels}})
+		doc, _ := json.Marshal(map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": fmt.Sprintf("probe-%d-%d", w.registrations, i), "labels": labels}})
 		// A probe's webhook call may time out on a loaded machine (a 500
 		// "failed calling webhook"): the call was made, which is all the
 		// probe asks, and the next probes go on.
 		if code, body := s.do(ctx, http.MethodPost, "/api/v1/namespaces/"+ns+"/configmaps", "application/json", doc); code != http.StatusCreated &&
 			!(code == http.StatusInternalServerError && strings.Contains(string(body), "failed calling webhook")) {
-			return nil, fmt.Errorf("POST a probe configmap in %s: %d %s", ns, code, body)
+			return fmt.Errorf("POST a probe configmap in %s: %d %s", ns, code, body)
 		}
 		for _, c := range w.script(nil) {
 			called[c.hook.name] = true
 		}
 		if len(called) == len(fuzzRegs) {
-			return w, nil
+			return nil
 		}
 		if ctx.Err() != nil {
-			return nil, fmt.Errorf("the webhooks were not called within a minute (called: %v)", called)
+			return fmt.Errorf("the webhooks were not called within a minute (called: %v)", called)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
@@ -1778,4 +1814,29 @@ func TestWebhookAddedContainerGetsTokenMount(t *testing.T) {
 	if code != http.StatusCreated {
 		t.Fatalf("creating the pod: %d %s", code, body)
 	}
+}
+
+// TestWebhooksRegisteredAgainAfterDelete: in `go test ./fuzz` the
+// targets share one API server, and a FuzzHTTP input may DELETE the
+// webhook configurations' collections (its seed a9ee2b0247198cdb did once
+// componentstatuses shifted the resources it picks): FuzzWebhook's
+// webhooks are then registered again before its inputs run, so its
+// oracle does not see a validating webhook that is no longer registered
+// as one the server skipped.
+func TestWebhooksRegisteredAgainAfterDelete(t *testing.T) {
+	s := server(t)
+	webhooks(t, s)
+	eventWebhooks(t, s)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	for _, kind := range []string{"mutatingwebhookconfigurations", "validatingwebhookconfigurations"} {
+		if code, body := s.do(ctx, http.MethodDelete, "/apis/admissionregistration.k8s.io/v1/"+kind, "", nil); code != http.StatusOK {
+			t.Fatalf("DELETE %s: %d %s", kind, code, body)
+		}
+	}
+	// FuzzWebhook's seeds: a configmap create both a mutating and a
+	// validating hook select, and a core/v1 event create every event
+	// hook selects.
+	webhookInput(t, s, webhooks(t, s), []byte{0, 1, 0x09, 9, 7, 0, 1, 1, 0, 1, 1, 0, 1, 1, 1, 1, 1, 1})
+	webhookInput(t, s, webhooks(t, s), []byte{0, 7, 0, 0xff, 0, 0, 0, 0, 0, 0, 0, 0, 0})
 }
