@@ -7,7 +7,6 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"strconv"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/proxy"
@@ -42,22 +41,16 @@ type streamRequest struct {
 	opts    StreamOptions
 }
 
-// parseStreamRequest parses the query of /exec (withCommand) or /attach:
-// at least one stream, and with a TTY no separate stderr (upstream drops
-// it rather than failing).
+// parseStreamRequest parses the query of /exec (withCommand) or /attach as
+// upstream's kubelet (remotecommand NewOptions): a stream flag is set only
+// by the value "1" (what kube-apiserver sends; "true" is not set); at
+// least one stream, and with a TTY no separate stderr (upstream drops it
+// rather than failing).
 func parseStreamRequest(req *http.Request, withCommand bool) (streamRequest, error) {
 	q := req.URL.Query()
 	sr := streamRequest{command: q["command"]}
 	o := &sr.opts
-	for name, out := range map[string]*bool{"stdin": &o.Stdin, "stdout": &o.Stdout, "stderr": &o.Stderr, "tty": &o.TTY} {
-		if v := q.Get(name); v != "" {
-			b, err := strconv.ParseBool(v)
-			if err != nil {
-				return sr, fmt.Errorf("%s: %q is not a boolean", name, v)
-			}
-			*out = b
-		}
-	}
+	o.Stdin, o.Stdout, o.Stderr, o.TTY = q.Get("stdin") == "1", q.Get("stdout") == "1", q.Get("stderr") == "1", q.Get("tty") == "1"
 	if o.TTY {
 		o.Stderr = false
 	}

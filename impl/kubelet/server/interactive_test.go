@@ -24,7 +24,7 @@ var _ server.DirectStreamingRuntime = (*sim.Runtime)(nil)
 func streamQuery(path string, flags string, cmd ...string) string {
 	q := url.Values{"command": cmd}
 	for _, f := range strings.Split(flags, ",") {
-		q.Set(f, "true")
+		q.Set(f, "1")
 	}
 	return path + "?" + q.Encode()
 }
@@ -153,10 +153,11 @@ func TestAttachRefusals(t *testing.T) {
 	e := newEnv(t, "node-a")
 	e.runPod("node-a", "web", nil)
 	for name, tc := range map[string]struct{ path, want string }{
-		"stdin without stdin: true": {"/attach/default/web/app?stdout=true&stdin=true", "the container does not accept stdin"},
-		"no stream":                 {"/attach/default/web/app?tty=true", "at least 1 of stdin, stdout, stderr"},
-		"unknown container":         {"/attach/default/web/nope?stdout=true", `container "nope" not found in pod "web"`},
-		"unknown pod":               {"/attach/default/gone/app?stdout=true", `pod "gone" does not exist`},
+		"stdin without stdin: true": {"/attach/default/web/app?stdout=1&stdin=1", "the container does not accept stdin"},
+		"no stream":                 {"/attach/default/web/app?tty=1", "at least 1 of stdin, stdout, stderr"},
+		"true is not 1":             {"/attach/default/web/app?stdout=true&stdin=TRUE", "at least 1 of stdin, stdout, stderr"},
+		"unknown container":         {"/attach/default/web/nope?stdout=1", `container "nope" not found in pod "web"`},
+		"unknown pod":               {"/attach/default/gone/app?stdout=1", `pod "gone" does not exist`},
 	} {
 		for transport, ex := range executors(t, e, tc.path) {
 			err := ex.StreamWithContext(e.ctx, remotecommand.StreamOptions{Stdin: strings.NewReader(""), Stdout: &streamtest.Buffer{}})

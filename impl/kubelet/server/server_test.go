@@ -399,7 +399,7 @@ func executors(t *testing.T, e *env, path string) map[string]remotecommand.Execu
 }
 
 func execQuery(container string, cmd ...string) string {
-	q := url.Values{"stdout": {"true"}, "stderr": {"true"}, "command": cmd}
+	q := url.Values{"stdout": {"1"}, "stderr": {"1"}, "command": cmd}
 	return "/exec/default/web/" + container + "?" + q.Encode()
 }
 
@@ -442,8 +442,11 @@ func TestExecRefusals(t *testing.T) {
 		path, want string
 	}{
 		"unknown container": {execQuery("nope", "true"), `container "nope" not found in pod "web"`},
-		"no stream":         {"/exec/default/web/app?command=true&tty=true", "at least 1 of stdin, stdout, stderr"},
-		"no command":        {"/exec/default/web/app?stdout=1", "at least one command"},
+		"no stream":         {"/exec/default/web/app?command=true&tty=1", "at least 1 of stdin, stdout, stderr"},
+		// As upstream's kubelet, only "1" sets a stream (kube-apiserver
+		// sends "1"); "true" does not.
+		"true is not 1": {"/exec/default/web/app?command=true&stdout=true&stderr=true&stdin=yes", "at least 1 of stdin, stdout, stderr"},
+		"no command":    {"/exec/default/web/app?stdout=1", "at least one command"},
 	} {
 		for transport, ex := range executors(t, e, tc.path) {
 			err := ex.StreamWithContext(e.ctx, remotecommand.StreamOptions{Stdout: io.Discard, Stderr: io.Discard})
