@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -35,12 +36,16 @@ func newControllerManagerCommand() *cobra.Command {
 		Short: "Run the controllers: deployment, replicaset, garbagecollector, namespace, nodelifecycle, resourcequota, disruption, serviceaccount-token, legacy-service-account-token-cleaner, serviceaccount, root-ca-cert-publisher, csrapproving, csrsigning, csrcleaner",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if _, err := logOpts.logger(); err != nil {
+			logger, err := logOpts.logger()
+			if err != nil {
 				return err
 			}
-			controllers, errs := controllermanager.NormalizeControllers(cfg.Controllers)
+			controllers, unimplemented, errs := controllermanager.NormalizeControllers(cfg.Controllers)
 			if err := utilerrors.NewAggregate(errs); err != nil {
 				return err
+			}
+			if len(unimplemented) > 0 {
+				logger.Warn("--controllers names controllers kube-controller-manager runs and kubeproof does not have; starting the others", "controllers", unimplemented)
 			}
 			cfg.Controllers = controllers
 			restConfig, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
@@ -89,7 +94,7 @@ func newControllerManagerCommand() *cobra.Command {
 	}
 	f := cmd.Flags()
 	f.StringVar(&kubeconfig, "kubeconfig", "", "path to a kubeconfig file for the API server (empty: in-cluster config)")
-	f.StringSliceVar(&cfg.Controllers, "controllers", cfg.Controllers, "controllers to run: '*' for all, 'name' to enable, '-name' to disable ("+fmt.Sprint(controllermanager.AllControllers)+"; kube-controller-manager's canonical names, such as deployment-controller, and podgc name them too)")
+	f.StringSliceVar(&cfg.Controllers, "controllers", cfg.Controllers, "controllers to enable: '*' all on-by-default controllers, 'foo' the controller named 'foo', '-foo' not it (the first entry naming a controller decides). Names are kube-controller-manager's canonical names and aliases, all accepted; kubeproof runs "+strings.Join(controllermanager.AllControllers, ", ")+" and warns about the others an entry enables.\nAll controllers: "+strings.Join(controllermanager.UpstreamControllerNames(), ", ")+"\nDisabled-by-default controllers: "+strings.Join(controllermanager.UpstreamControllersDisabledByDefault(), ", "))
 	f.BoolVar(&cfg.UseServiceAccountCredentials, "use-service-account-credentials", cfg.UseServiceAccountCredentials, "each controller writes as its own kube-system service account (tokens from the TokenRequest API), so RBAC grants it only its system:controller:<name> role")
 	f.StringVar(&rootCAFile, "root-ca-file", "", "PEM bundle published to every namespace as the kube-root-ca.crt ConfigMap and written as ca.crt into service account token secrets (default: the kubeconfig's certificate authority)")
 	f.StringVar(&saKeyFile, "service-account-private-key-file", "", "PEM private key that signs the tokens of kubernetes.io/service-account-token Secrets (without it the serviceaccount-token controller does not run)")

@@ -314,12 +314,20 @@ func (c *Config) fillDefaults() {
 	}
 }
 
-// Enabled reports whether the named controller runs under cfg.Controllers.
+// Enabled reports whether the named controller runs under cfg.Controllers:
+// as kube-controller-manager's IsControllerEnabled, the first entry naming
+// it ("name" or "-name") decides, and "*" enables it when none does (no
+// kubeproof controller is disabled by default).
 func (c Config) Enabled(name string) bool {
-	if slices.Contains(c.Controllers, "-"+name) {
-		return false
+	for _, e := range c.Controllers {
+		switch e {
+		case name:
+			return true
+		case "-" + name:
+			return false
+		}
 	}
-	return slices.Contains(c.Controllers, name) || slices.Contains(c.Controllers, "*")
+	return slices.Contains(c.Controllers, "*")
 }
 
 // Clients are the API clients the controllers use.

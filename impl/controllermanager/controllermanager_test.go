@@ -130,3 +130,25 @@ func TestEnabled(t *testing.T) {
 		t.Fatal("explicit list")
 	}
 }
+
+// TestEnabledFirstEntryDecides: as kube-controller-manager's
+// IsControllerEnabled, the first entry naming a controller decides
+// ("deployment,-deployment" runs it), "*" what no entry names.
+func TestEnabledFirstEntryDecides(t *testing.T) {
+	for _, tc := range []struct {
+		controllers []string
+		want        bool
+	}{
+		{[]string{Deployment, "-" + Deployment}, true},
+		{[]string{"-" + Deployment, Deployment}, false},
+		{[]string{"*", "-" + Deployment}, false},
+		{[]string{"-" + Deployment, "*"}, false},
+		{[]string{"*", Deployment, "-" + Deployment}, true},
+		{[]string{ReplicaSet}, false},
+		{nil, false},
+	} {
+		if got := (Config{Controllers: tc.controllers}).Enabled(Deployment); got != tc.want {
+			t.Errorf("%q: Enabled(deployment) = %v, want %v", tc.controllers, got, tc.want)
+		}
+	}
+}
