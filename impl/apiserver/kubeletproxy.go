@@ -181,7 +181,7 @@ func (s *Server) serveKubeletSubresource(w http.ResponseWriter, r *http.Request,
 			break
 		}
 		err = s.kubeletProxy.PodPortForward(w, r, info.Namespace, info.Name)
-	case info.Resource == "nodes" && info.Subresource == "proxy" && info.Namespace == "":
+	case info.Resource == "nodes" && info.Subresource == "proxy" && !info.UnderNamespace:
 		if err = connectDryRunRefused(r); err != nil {
 			break
 		}

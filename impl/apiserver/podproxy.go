@@ -191,7 +191,7 @@ func connectDryRunRefused(r *http.Request) error {
 // serveProxySubresource serves pods/proxy and services/proxy requests and
 // reports whether r was one.
 func (s *Server) serveProxySubresource(w http.ResponseWriter, r *http.Request, info *request.Info) bool {
-	if info.Subresource != "proxy" || info.Namespace == "" || (info.Resource != "pods" && info.Resource != "services") {
+	if info.Subresource != "proxy" || !info.UnderNamespace || (info.Resource != "pods" && info.Resource != "services") {
 		return false
 	}
 	gr := schema.GroupResource{Resource: info.Resource + "/proxy"}
@@ -244,6 +244,12 @@ func (s *Server) serviceProxyURL(ctx context.Context, namespace, id string) (*ur
 	scheme, name, port, ok := utilnet.SplitSchemeNamePort(id)
 	if !ok {
 		return nil, apierrors.NewBadRequest(fmt.Sprintf("invalid service request %q", id))
+	}
+	if namespace == "" {
+		// An empty namespace segment (/namespaces//services/x/proxy): the
+		// registry's reads refuse it, and a list of EndpointSlices without
+		// one would find another namespace's Service of that name.
+		return nil, apierrors.NewBadRequest("Namespace parameter required.")
 	}
 	if _, err := strconv.ParseInt(port, 10, 64); err == nil {
 		obj, err := storeLookup{s}.get(ctx, servicesGVR, namespace, name)

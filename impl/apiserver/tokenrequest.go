@@ -49,7 +49,7 @@ var tokenRequestGR = schema.GroupResource{Resource: "serviceaccounts/token"}
 // request was one.
 func (s *Server) serveTokenRequest(w http.ResponseWriter, r *http.Request, gv schema.GroupVersion, info *request.Info) bool {
 	if gv != corev1.SchemeGroupVersion || info.Resource != "serviceaccounts" || info.Subresource != "token" ||
-		len(info.Parts) != 3 || info.Namespace == "" {
+		len(info.Parts) != 3 || !info.UnderNamespace {
 		return false
 	}
 	if s.saTokens == nil || s.saTokens.SigningKey == nil || len(s.saTokens.Issuers) == 0 {

@@ -199,8 +199,11 @@ func (h *Handler) route(info *request.Info) (serveFunc, error) {
 		// namespace b's path.
 		return nil, notFoundPath()
 	}
-	if h.res.Namespaced && info.Namespace == "" && (info.Name != "" || info.Subresource != "") {
-		// namespaced objects are addressed under /namespaces/<ns>/.
+	if h.res.Namespaced && !info.UnderNamespace && (info.Name != "" || info.Subresource != "") {
+		// namespaced objects are addressed under /namespaces/<ns>/. An
+		// empty namespace segment (/namespaces//pods/x) is still that
+		// route, whose storage refuses the empty namespace (objectKey's
+		// "Namespace parameter required.").
 		return nil, notFoundPath()
 	}
 	if info.Name == "" && info.Subresource == "" {
