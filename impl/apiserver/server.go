@@ -706,6 +706,10 @@ func (s *Server) Run(ctx context.Context) error {
 	defer s.Close()
 	tlsCfg, err := s.tlsConfig()
 	if err != nil {
+		// A listener given is Run's to close, as on its other returns.
+		if s.cfg.Listener != nil {
+			_ = s.cfg.Listener.Close()
+		}
 		return err
 	}
 	ln := s.cfg.Listener
