@@ -306,6 +306,9 @@ func Start(ctx context.Context, cfg Config) (_ *Cluster, err error) {
 	}
 	if cfg.Scheduler {
 		if c.schedulerHealthz, err = listenHealthz("scheduler", cfg.SchedulerHealthzAddress, cfg.Logger); err != nil {
+			// Nothing serves the controller manager's yet: the
+			// shutdown would not close it.
+			c.cmHealthz.close()
 			return nil, err
 		}
 	}

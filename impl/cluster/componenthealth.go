@@ -53,6 +53,14 @@ func (h *componentHealthz) URL() string {
 	return "https://" + h.ln.Addr().String() + "/healthz"
 }
 
+// close releases the endpoint's port when it is not served (serve closes
+// it otherwise).
+func (h *componentHealthz) close() {
+	if h != nil {
+		_ = h.ln.Close()
+	}
+}
+
 // ServeHTTP answers /healthz.
 func (h *componentHealthz) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.URL.Path != "/healthz" {
