@@ -91,7 +91,7 @@ func (r *schedulingRun) startSchedulerProcess(ctx context.Context) error {
 	addr := "127.0.0.1:" + strconv.Itoa(port)
 	cmd := exec.Command(r.cfg.SchedulerBinary, "scheduler", "--kubeconfig", kubeconfig, "--leader-elect=false",
 		"--kube-api-qps", strconv.Itoa(benchSchedulerQPS), "--kube-api-burst", strconv.Itoa(benchSchedulerBurst),
-		"--metrics-bind-address", addr, "--log-level", "error")
+		"--metrics-bind-address", addr, "--secure-port", "0", "--log-level", "error")
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("starting %s scheduler: %w", r.cfg.SchedulerBinary, err)

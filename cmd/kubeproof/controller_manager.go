@@ -13,6 +13,7 @@ import (
 
 	"github.com/kubeproof/kubeproof/impl/apiserver/auth"
 	"github.com/kubeproof/kubeproof/impl/controllermanager"
+	"github.com/kubeproof/kubeproof/impl/secureserving"
 )
 
 // newControllerManagerCommand is `kubeproof controller-manager`: the
@@ -30,6 +31,7 @@ func newControllerManagerCommand() *cobra.Command {
 		qps        float32
 		burst      int
 		logOpts    logOptions
+		secure     = secureserving.NewOptions(10257, "kube-controller-manager")
 	)
 	cmd := &cobra.Command{
 		Use:   "controller-manager --kubeconfig FILE",
@@ -89,6 +91,9 @@ func newControllerManagerCommand() *cobra.Command {
 			if err != nil {
 				return fmt.Errorf("creating client: %w", err)
 			}
+			if cfg.SecureServing, err = secureserving.New(cmd.Context(), secure, logger); err != nil {
+				return err
+			}
 			return controllermanager.Run(cmd.Context(), client, restConfig, cfg)
 		},
 	}
@@ -135,7 +140,8 @@ func newControllerManagerCommand() *cobra.Command {
 	f.Float32Var(&cfg.UnhealthyZoneThreshold, "unhealthy-zone-threshold", cfg.UnhealthyZoneThreshold, "fraction of not-Ready nodes (at least 3) that makes a zone unhealthy")
 	f.Int32Var(&cfg.LargeClusterSizeThreshold, "large-cluster-size-threshold", cfg.LargeClusterSizeThreshold, "zones larger than this keep evicting at the secondary rate when unhealthy")
 	f.DurationVar(&cfg.ResyncPeriod, "min-resync-period", 0, "informer resync period (0: none)")
-	f.StringVar(&cfg.MetricsAddr, "metrics-bind-address", "127.0.0.1:10257", "address serving /metrics and /healthz over HTTP (empty disables)")
+	secure.AddFlags(f)
+	f.StringVar(&cfg.MetricsAddr, "metrics-bind-address", "", "kubeproof only (kube-controller-manager has no such flag): also serve /metrics and /healthz over plain HTTP, unauthenticated, at this address; empty: not")
 	f.Float32Var(&qps, "kube-api-qps", 50, "API client queries per second")
 	f.IntVar(&burst, "kube-api-burst", 100, "API client burst")
 	logOpts.addFlags(f)

@@ -10,6 +10,7 @@ import (
 	"net/http/pprof"
 	"os"
 	"runtime/debug"
+	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/kubeproof/kubeproof/impl/scheduler"
 	"github.com/kubeproof/kubeproof/impl/scheduler/config"
+	"github.com/kubeproof/kubeproof/impl/secureserving"
 )
 
 // newSchedulerCommand is `kubeproof scheduler`: the scheduler as its own
@@ -32,6 +34,7 @@ func newSchedulerCommand() *cobra.Command {
 		burst       int
 		profiling   bool
 		logOpts     logOptions
+		secure      = secureserving.NewOptions(10259, "kube-scheduler")
 	)
 	cmd := &cobra.Command{
 		Use:   "scheduler --kubeconfig FILE [--config FILE]",
@@ -40,6 +43,9 @@ func newSchedulerCommand() *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			logger, err := logOpts.logger()
 			if err != nil {
+				return err
+			}
+			if err := secure.Validate(); err != nil {
 				return err
 			}
 			conf := config.Default()
@@ -79,14 +85,19 @@ func newSchedulerCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return runSchedulerWithMetrics(ctx, logger, metricsAddr, sched.MetricsHandler(), profiling, sched.Run)
+			srv, err := secureserving.New(ctx, secure, logger)
+			if err != nil {
+				return err
+			}
+			return runSchedulerWithMetrics(ctx, logger, metricsAddr, srv, sched.MetricsHandler(), profiling, sched.Run)
 		},
 	}
 	f := cmd.Flags()
 	f.StringVar(&kubeconfig, "kubeconfig", "", "path to a kubeconfig file for the API server")
 	f.StringVar(&configFile, "config", "", "path to a KubeSchedulerConfiguration file (kubescheduler.config.k8s.io/v1)")
 	f.BoolVar(&leaderElect, "leader-elect", true, "elect a leader through a coordination.k8s.io Lease before scheduling")
-	f.StringVar(&metricsAddr, "metrics-bind-address", "127.0.0.1:10259", "address serving /metrics and /healthz over HTTP (empty disables)")
+	secure.AddFlags(f)
+	f.StringVar(&metricsAddr, "metrics-bind-address", "", "kubeproof only (kube-scheduler has no such flag): also serve /metrics, /healthz, /readyz and /livez over plain HTTP, unauthenticated, at this address (benchmarks); empty: not")
 	f.Float32Var(&qps, "kube-api-qps", 50, "API client queries per second")
 	f.IntVar(&burst, "kube-api-burst", 100, "API client burst")
 	f.BoolVar(&profiling, "profiling", true, "serve Go profiles at /debug/pprof/ on the metrics address, as kube-scheduler does")
@@ -109,19 +120,16 @@ func setSchedulerGCPercent() {
 	}
 }
 
-// runSchedulerWithMetrics serves /metrics and /healthz (and /debug/pprof/ when
-// profiling) while run runs, and shuts the server down when run returns.
-func runSchedulerWithMetrics(ctx context.Context, logger *slog.Logger, addr string, metrics http.Handler, profiling bool, run func(context.Context) error) error {
-	if addr == "" {
-		return run(ctx)
-	}
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return fmt.Errorf("listening on %s: %w", addr, err)
-	}
+// runSchedulerWithMetrics serves /metrics, /healthz, /readyz and /livez
+// (and /debug/pprof/ when profiling) on the secure server (nil: none) and
+// on addr over plain HTTP (empty: not) while run runs, and shuts them down
+// when run returns.
+func runSchedulerWithMetrics(ctx context.Context, logger *slog.Logger, addr string, secure *secureserving.Server, metrics http.Handler, profiling bool, run func(context.Context) error) error {
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", metrics)
-	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) })
+	for _, p := range []string{"/healthz", "/readyz", "/livez"} {
+		mux.HandleFunc(p, func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) })
+	}
 	if profiling {
 		mux.HandleFunc("/debug/pprof/", pprof.Index)
 		mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
@@ -129,18 +137,47 @@ func runSchedulerWithMetrics(ctx context.Context, logger *slog.Logger, addr stri
 		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 	}
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			logger.Error("metrics server", "err", err)
-		}
-	}()
-	runErr := run(ctx)
-	shutdownCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	_ = srv.Shutdown(shutdownCtx)
-	<-done
-	return runErr
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	serveErr := make(chan error, 1)
+	if secure != nil {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := secure.Serve(ctx, mux); err != nil {
+				serveErr <- err
+				cancel()
+			}
+		}()
+	}
+	if addr != "" {
+		ln, err := net.Listen("tcp", addr)
+		if err != nil {
+			return fmt.Errorf("listening on %s: %w", addr, err)
+		}
+		srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+		wg.Add(2)
+		go func() {
+			defer wg.Done()
+			if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				logger.Error("metrics server", "err", err)
+			}
+		}()
+		go func() {
+			defer wg.Done()
+			<-ctx.Done()
+			shutdownCtx, c := context.WithTimeout(context.Background(), 5*time.Second)
+			defer c()
+			_ = srv.Shutdown(shutdownCtx)
+		}()
+	}
+	runErr := run(ctx)
+	select {
+	case err := <-serveErr:
+		return errors.Join(runErr, err)
+	default:
+		return runErr
+	}
 }

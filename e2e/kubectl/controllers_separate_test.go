@@ -22,7 +22,7 @@ type controllerManagerProcess struct {
 func startControllerManager(t *testing.T, kubeconfig string, flags ...string) *controllerManagerProcess {
 	t.Helper()
 	c := &controllerManagerProcess{done: make(chan struct{})}
-	c.cmd = exec.Command(kubeproofPath, append([]string{"controller-manager", "--kubeconfig", kubeconfig, "--metrics-bind-address", ""}, flags...)...)
+	c.cmd = exec.Command(kubeproofPath, append([]string{"controller-manager", "--kubeconfig", kubeconfig, "--secure-port", "0"}, flags...)...)
 	w := &lockedWriter{mu: &c.mu, w: &c.out}
 	c.cmd.Stdout, c.cmd.Stderr = w, w
 	if err := c.cmd.Start(); err != nil {

@@ -67,6 +67,7 @@ import (
 	"github.com/kubeproof/kubeproof/impl/controller/resourcequota"
 	"github.com/kubeproof/kubeproof/impl/controller/serviceaccount"
 	"github.com/kubeproof/kubeproof/impl/intern"
+	"github.com/kubeproof/kubeproof/impl/secureserving"
 )
 
 // Controller names accepted in Config.Controllers.
@@ -223,8 +224,13 @@ type Config struct {
 	// objects must keep every field the controllers read (it keeps all but
 	// managedFields). Nil: the manager watches pods itself.
 	PodInformer cache.SharedIndexInformer
-	// MetricsAddr serves /metrics (and /healthz) when set, e.g. ":10257".
+	// MetricsAddr serves /metrics (and /healthz) over plain HTTP when set,
+	// e.g. "127.0.0.1:10257" (kubeproof's --metrics-bind-address).
 	MetricsAddr string
+	// SecureServing, when set, serves /healthz and /metrics behind
+	// authentication and authorization (kube-controller-manager's
+	// --secure-port); Run serves it until it returns.
+	SecureServing *secureserving.Server
 	// Clock for the time-driven controllers (nil: real time).
 	Clock clock.WithTicker
 
@@ -401,21 +407,35 @@ func RunWithClients(ctx context.Context, clients Clients, cfg Config) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var reg prometheus.Registerer
-	if cfg.MetricsAddr != "" {
-		srv, ln, r, err := metricsServer(cfg.MetricsAddr)
+	if cfg.MetricsAddr != "" || cfg.SecureServing != nil {
+		mux, r := metricsMux()
 		reg = r
-		if err != nil {
-			return err
+		if cfg.MetricsAddr != "" {
+			ln, err := net.Listen("tcp", cfg.MetricsAddr)
+			if err != nil {
+				return fmt.Errorf("controller manager: metrics listener: %w", err)
+			}
+			srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+			wg.Add(2)
+			go func() { defer wg.Done(); _ = srv.Serve(ln) }()
+			go func() {
+				defer wg.Done()
+				<-ctx.Done()
+				shutdownCtx, c := context.WithTimeout(context.Background(), 5*time.Second)
+				defer c()
+				_ = srv.Shutdown(shutdownCtx)
+			}()
 		}
-		wg.Add(2)
-		go func() { defer wg.Done(); _ = srv.Serve(ln) }()
-		go func() {
-			defer wg.Done()
-			<-ctx.Done()
-			shutdownCtx, c := context.WithTimeout(context.Background(), 5*time.Second)
-			defer c()
-			_ = srv.Shutdown(shutdownCtx)
-		}()
+		if cfg.SecureServing != nil {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if err := cfg.SecureServing.Serve(ctx, mux); err != nil {
+					slog.Error("controller manager: secure serving", "err", err)
+					cancel()
+				}
+			}()
+		}
 	}
 	if !cfg.LeaderElect {
 		return runControllers(ctx, clients, cfg, reg)
@@ -792,16 +812,14 @@ func runControllers(ctx context.Context, root Clients, cfg Config, reg prometheu
 	return errors.Join(errs...)
 }
 
-func metricsServer(addr string) (*http.Server, net.Listener, *prometheus.Registry, error) {
+// metricsMux serves /metrics from a new registry of the manager's metrics
+// and /healthz, as kube-controller-manager's base handler.
+func metricsMux() (*http.ServeMux, *prometheus.Registry) {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	registerWorkqueueMetrics(reg)
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) })
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return nil, nil, nil, fmt.Errorf("controller manager: metrics listener: %w", err)
-	}
-	return &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}, ln, reg, nil
+	return mux, reg
 }

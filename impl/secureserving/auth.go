@@ -1,0 +1,190 @@
+package secureserving
+
+import (
+	"context"
+	"crypto/x509"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// user is who a request is from.
+type user struct {
+	name   string
+	uid    string
+	groups []string
+	extra  map[string]authorizationv1.ExtraValue
+}
+
+var anonymous = user{name: "system:anonymous", groups: []string{"system:unauthenticated"}}
+
+// tokenReviewer creates TokenReviews (a typed client's TokenReviews()).
+type tokenReviewer interface {
+	Create(ctx context.Context, r *authenticationv1.TokenReview, opts metav1.CreateOptions) (*authenticationv1.TokenReview, error)
+}
+
+// accessReviewer creates SubjectAccessReviews.
+type accessReviewer interface {
+	Create(ctx context.Context, r *authorizationv1.SubjectAccessReview, opts metav1.CreateOptions) (*authorizationv1.SubjectAccessReview, error)
+}
+
+// reviewTimeout bounds each review request.
+const reviewTimeout = 10 * time.Second
+
+// authenticator finds a request's user: its client certificate when a
+// client CA verifies it, else its bearer token when a reviewer accepts it,
+// else anonymous. A certificate or token that is refused is an error (401).
+type authenticator struct {
+	clientCAs *x509.CertPool
+	tokens    tokenReviewer
+}
+
+func (a *authenticator) authenticate(r *http.Request) (user, error) {
+	if a.clientCAs != nil && r.TLS != nil && len(r.TLS.PeerCertificates) > 0 {
+		certs := r.TLS.PeerCertificates
+		intermediates := x509.NewCertPool()
+		for _, c := range certs[1:] {
+			intermediates.AddCert(c)
+		}
+		if _, err := certs[0].Verify(x509.VerifyOptions{Roots: a.clientCAs, Intermediates: intermediates, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}); err != nil {
+			return user{}, fmt.Errorf("verifying the client certificate: %w", err)
+		}
+		return authenticated(user{name: certs[0].Subject.CommonName, groups: slices.Clone(certs[0].Subject.Organization)}), nil
+	}
+	if a.tokens != nil {
+		if token, ok := bearerToken(r); ok {
+			ctx, cancel := context.WithTimeout(r.Context(), reviewTimeout)
+			defer cancel()
+			review, err := a.tokens.Create(ctx, &authenticationv1.TokenReview{Spec: authenticationv1.TokenReviewSpec{Token: token}}, metav1.CreateOptions{})
+			if err != nil {
+				return user{}, fmt.Errorf("reviewing the bearer token: %w", err)
+			}
+			if !review.Status.Authenticated {
+				if review.Status.Error != "" {
+					return user{}, errors.New(review.Status.Error)
+				}
+				return user{}, errors.New("invalid bearer token")
+			}
+			u := review.Status.User
+			extra := map[string]authorizationv1.ExtraValue{}
+			for k, v := range u.Extra {
+				extra[k] = authorizationv1.ExtraValue(v)
+			}
+			return authenticated(user{name: u.Username, uid: u.UID, groups: slices.Clone(u.Groups), extra: extra}), nil
+		}
+	}
+	return anonymous, nil
+}
+
+// authenticated adds system:authenticated to an authenticated user's
+// groups, as kube-apiserver's authenticators do.
+func authenticated(u user) user {
+	if !slices.Contains(u.groups, "system:authenticated") && !slices.Contains(u.groups, "system:unauthenticated") {
+		u.groups = append(u.groups, "system:authenticated")
+	}
+	return u
+}
+
+// bearerToken is the request's "Authorization: Bearer <token>".
+func bearerToken(r *http.Request) (string, bool) {
+	parts := strings.Fields(r.Header.Get("Authorization"))
+	if len(parts) != 2 || !strings.EqualFold(parts[0], "bearer") {
+		return "", false
+	}
+	return parts[1], true
+}
+
+// authorizer decides whether user may do verb on a path (every request to
+// these servers is a non-resource request): an always-allowed path or
+// group is allowed, else a reviewer's SubjectAccessReview decides, else
+// denied. The reason is the review's.
+type authorizer struct {
+	alwaysAllowPaths  []string
+	alwaysAllowGroups []string
+	reviews           accessReviewer
+}
+
+func (a *authorizer) authorize(ctx context.Context, u user, verb, path string) (allowed bool, reason string, err error) {
+	for _, p := range a.alwaysAllowPaths {
+		if prefix, ok := strings.CutSuffix(p, "*"); ok && strings.HasPrefix(path, prefix) || p == path {
+			return true, "", nil
+		}
+	}
+	for _, g := range u.groups {
+		if slices.Contains(a.alwaysAllowGroups, g) {
+			return true, "", nil
+		}
+	}
+	if a.reviews == nil {
+		return false, "", nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, reviewTimeout)
+	defer cancel()
+	review, err := a.reviews.Create(ctx, &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+		User: u.name, UID: u.uid, Groups: u.groups, Extra: u.extra,
+		NonResourceAttributes: &authorizationv1.NonResourceAttributes{Path: path, Verb: verb},
+	}}, metav1.CreateOptions{})
+	if err != nil {
+		return false, "", fmt.Errorf("reviewing access: %w", err)
+	}
+	reason = review.Status.Reason
+	if review.Status.EvaluationError != "" && reason == "" {
+		reason = review.Status.EvaluationError
+	}
+	return review.Status.Allowed && !review.Status.Denied, reason, nil
+}
+
+// filter authenticates and authorizes every request before next serves
+// it: 401 Unauthorized when a credential is refused, 403 Forbidden when
+// the user may not, both as Status objects.
+func (s *Server) filter(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		u, err := s.authn.authenticate(r)
+		if err != nil {
+			s.log.Debug("unable to authenticate the request", "err", err)
+			writeStatus(w, http.StatusUnauthorized, metav1.StatusReasonUnauthorized, "Unauthorized")
+			return
+		}
+		verb := strings.ToLower(r.Method)
+		allowed, reason, err := s.authz.authorize(r.Context(), u, verb, r.URL.Path)
+		if !allowed && err != nil {
+			// The reviewing API server did not answer: upstream's
+			// authorization filter answers 500, neither allowed nor denied.
+			s.log.Warn("authorizing the request", "path", r.URL.Path, "err", err)
+			http.Error(w, fmt.Sprintf("Internal Server Error: %q: %v", r.RequestURI, err), http.StatusInternalServerError)
+			return
+		}
+		if !allowed {
+			msg := fmt.Sprintf("forbidden: User %q cannot %s path %q", u.name, verb, r.URL.Path)
+			if reason != "" {
+				msg += ": " + reason
+			}
+			writeStatus(w, http.StatusForbidden, metav1.StatusReasonForbidden, msg)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+func writeStatus(w http.ResponseWriter, code int, reason metav1.StatusReason, msg string) {
+	st := metav1.Status{
+		TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"},
+		Status:   metav1.StatusFailure, Message: msg, Reason: reason, Code: int32(code),
+	}
+	if code == http.StatusForbidden {
+		st.Details = &metav1.StatusDetails{}
+	}
+	body, _ := json.Marshal(st)
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(code)
+	_, _ = w.Write(append(body, '\n'))
+}
