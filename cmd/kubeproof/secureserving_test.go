@@ -52,8 +52,10 @@ func TestStandaloneComponentsSecureServing(t *testing.T) {
 	admin := c.AdminKubeconfig
 	common := []string{"--kubeconfig", admin, "--leader-elect=false", "--bind-address", "127.0.0.1",
 		"--authentication-kubeconfig", admin, "--authorization-kubeconfig", admin, "--log-level", "error"}
-	runComponent(t, ctx, append([]string{"scheduler"}, common...)...)
-	runComponent(t, ctx, append([]string{"controller-manager"}, common...)...)
+	components := []*component{
+		runComponent(t, ctx, append([]string{"scheduler"}, common...)...),
+		runComponent(t, ctx, append([]string{"controller-manager"}, common...)...),
+	}
 
 	cs, err := c.Client()
 	if err != nil {
@@ -77,6 +79,18 @@ func TestStandaloneComponentsSecureServing(t *testing.T) {
 		}
 		if healthy {
 			break
+		}
+		for _, c := range components {
+			select {
+			case <-c.done:
+				if c.err != nil && strings.Contains(c.err.Error(), "address already in use") {
+					// Taken since the check above, by another test's
+					// control plane.
+					t.Skipf("a secure port was taken meanwhile: %v", c.err)
+				}
+				t.Fatalf("a component stopped: %v", c.err)
+			default:
+			}
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("componentstatuses: %+v, want all Healthy ok", got)
@@ -111,21 +125,29 @@ func TestStandaloneComponentsSecureServing(t *testing.T) {
 }
 
 // runComponent runs kubeproof with args until the test ends.
-func runComponent(t *testing.T, ctx context.Context, args ...string) {
+func runComponent(t *testing.T, ctx context.Context, args ...string) *component {
 	t.Helper()
 	root := newRootCommand()
 	root.SetArgs(args)
 	root.SetOut(io.Discard)
 	root.SetErr(io.Discard)
 	runCtx, stop := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- root.ExecuteContext(runCtx) }()
+	c := &component{done: make(chan struct{})}
+	go func() { c.err = root.ExecuteContext(runCtx); close(c.done) }()
 	t.Cleanup(func() {
 		stop()
-		if err := <-done; err != nil && ctx.Err() == nil {
-			t.Errorf("kubeproof %s: %v", args[0], err)
+		<-c.done
+		if c.err != nil && ctx.Err() == nil {
+			t.Errorf("kubeproof %s: %v", args[0], c.err)
 		}
 	})
+	return c
+}
+
+// component is a running command: err is set when done is closed.
+type component struct {
+	done chan struct{}
+	err  error
 }
 
 // serviceAccountToken creates service account name in default, allowed to
