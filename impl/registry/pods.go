@@ -215,12 +215,11 @@ type podGracefulDeleter struct{}
 // terminationGracePeriodSeconds; 0 for pods never scheduled or already
 // terminal; a negative period becomes 1. For a pod already being deleted
 // only a shorter period replaces the pending one; a pod whose pending
-// period is unset or 0 is deleted at once. graceful is false when the
-// pod is to be removed now.
-func (podGracefulDeleter) GracePeriod(obj runtime.Object, options *metav1.DeleteOptions) (int64, bool) {
+// period is unset or 0 is deleted at once (0).
+func (podGracefulDeleter) GracePeriod(obj runtime.Object, options *metav1.DeleteOptions) int64 {
 	p, ok := obj.(*corev1.Pod)
 	if !ok {
-		return 0, false
+		return 0
 	}
 	var period int64
 	switch {
@@ -238,13 +237,13 @@ func (podGracefulDeleter) GracePeriod(obj runtime.Object, options *metav1.Delete
 	if p.DeletionTimestamp != nil {
 		pending := p.DeletionGracePeriodSeconds
 		if pending == nil || *pending == 0 {
-			return 0, false
+			return 0
 		}
 		if options == nil || options.GracePeriodSeconds == nil || period >= *pending {
-			return *pending, true
+			return *pending
 		}
 	}
-	return period, period > 0
+	return period
 }
 
 // validatePodStatusUpdate checks a status written through /status as

@@ -558,41 +558,39 @@ func TestPodGracePeriod(t *testing.T) {
 	}
 	opts := func(g *int64) *metav1.DeleteOptions { return &metav1.DeleteOptions{GracePeriodSeconds: g} }
 	cases := []struct {
-		name     string
-		pod      *corev1.Pod
-		options  *metav1.DeleteOptions
-		want     int64
-		graceful bool
+		name    string
+		pod     *corev1.Pod
+		options *metav1.DeleteOptions
+		want    int64
 	}{
-		{"spec default", scheduled(nil), opts(nil), 30, true},
-		{"nil options", scheduled(nil), nil, 30, true},
-		{"requested", scheduled(nil), opts(ptr(int64(5))), 5, true},
-		{"requested zero", scheduled(nil), opts(ptr(int64(0))), 0, false},
-		{"negative becomes 1", scheduled(nil), opts(ptr(int64(-3))), 1, true},
-		{"never scheduled", scheduled(func(p *corev1.Pod) { p.Spec.NodeName = "" }), opts(ptr(int64(20))), 0, false},
-		{"succeeded", scheduled(func(p *corev1.Pod) { p.Status.Phase = corev1.PodSucceeded }), opts(nil), 0, false},
-		{"failed", scheduled(func(p *corev1.Pod) { p.Status.Phase = corev1.PodFailed }), opts(nil), 0, false},
+		{"spec default", scheduled(nil), opts(nil), 30},
+		{"nil options", scheduled(nil), nil, 30},
+		{"requested", scheduled(nil), opts(ptr(int64(5))), 5},
+		{"requested zero", scheduled(nil), opts(ptr(int64(0))), 0},
+		{"negative becomes 1", scheduled(nil), opts(ptr(int64(-3))), 1},
+		{"never scheduled", scheduled(func(p *corev1.Pod) { p.Spec.NodeName = "" }), opts(ptr(int64(20))), 0},
+		{"succeeded", scheduled(func(p *corev1.Pod) { p.Status.Phase = corev1.PodSucceeded }), opts(nil), 0},
+		{"failed", scheduled(func(p *corev1.Pod) { p.Status.Phase = corev1.PodFailed }), opts(nil), 0},
 		{"shorter replaces pending", scheduled(func(p *corev1.Pod) {
 			p.DeletionTimestamp = &metav1.Time{Time: testNow}
 			p.DeletionGracePeriodSeconds = ptr(int64(30))
-		}), opts(ptr(int64(10))), 10, true},
+		}), opts(ptr(int64(10))), 10},
 		{"longer keeps pending", scheduled(func(p *corev1.Pod) {
 			p.DeletionTimestamp = &metav1.Time{Time: testNow}
 			p.DeletionGracePeriodSeconds = ptr(int64(30))
-		}), opts(ptr(int64(60))), 30, true},
+		}), opts(ptr(int64(60))), 30},
 		{"unspecified keeps pending", scheduled(func(p *corev1.Pod) {
 			p.DeletionTimestamp = &metav1.Time{Time: testNow}
 			p.DeletionGracePeriodSeconds = ptr(int64(30))
-		}), opts(nil), 30, true},
+		}), opts(nil), 30},
 		{"pending zero deletes now", scheduled(func(p *corev1.Pod) {
 			p.DeletionTimestamp = &metav1.Time{Time: testNow}
 			p.DeletionGracePeriodSeconds = ptr(int64(0))
-		}), opts(ptr(int64(10))), 0, false},
+		}), opts(ptr(int64(10))), 0},
 	}
 	for _, tc := range cases {
-		got, graceful := d.GracePeriod(tc.pod, tc.options)
-		if got != tc.want || graceful != tc.graceful {
-			t.Errorf("%s: GracePeriod = %d, %v; want %d, %v", tc.name, got, graceful, tc.want, tc.graceful)
+		if got := d.GracePeriod(tc.pod, tc.options); got != tc.want {
+			t.Errorf("%s: GracePeriod = %d; want %d", tc.name, got, tc.want)
 		}
 	}
 }

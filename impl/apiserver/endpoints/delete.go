@@ -310,7 +310,7 @@ func (h *Handler) admissionDeleteOptions(cur runtime.Object, opts *metav1.Delete
 		o.GracePeriodSeconds = &one
 	}
 	if graceful {
-		period, _ := h.res.GracefulDelete.GracePeriod(cur, &o)
+		period := h.res.GracefulDelete.GracePeriod(cur, &o)
 		o.GracePeriodSeconds = &period
 	}
 	return &o
@@ -527,7 +527,7 @@ func (h *Handler) beforeDelete(obj runtime.Object, opts *metav1.DeleteOptions) (
 	// of an object not yet being deleted is graceful even when its period
 	// is 0: the store marks the object (deletionTimestamp, grace period 0)
 	// and then removes it at once.
-	period, _ := h.res.GracefulDelete.GracePeriod(obj, opts)
+	period := h.res.GracefulDelete.GracePeriod(obj, opts)
 	ts := metav1.NewTime(h.now().Truncate(time.Second).Add(time.Duration(period) * time.Second))
 	m.SetDeletionTimestamp(&ts)
 	m.SetDeletionGracePeriodSeconds(&period)

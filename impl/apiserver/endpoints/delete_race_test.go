@@ -51,7 +51,7 @@ func (s *removedAfterMark) Delete(_ context.Context, key string, _ runtime.Objec
 // does an unscheduled pod.
 type zeroGrace struct{}
 
-func (zeroGrace) GracePeriod(runtime.Object, *metav1.DeleteOptions) (int64, bool) { return 0, false }
+func (zeroGrace) GracePeriod(runtime.Object, *metav1.DeleteOptions) int64 { return 0 }
 
 // A delete that marked the object for removal with no grace period and
 // then finds it gone (another delete removed it in between) succeeds with

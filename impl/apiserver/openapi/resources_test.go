@@ -34,8 +34,8 @@ func (scaleMarker) SetReplicas(runtime.Object, int32) (runtime.Object, error) { 
 
 type gracefulMarker struct{}
 
-func (gracefulMarker) GracePeriod(runtime.Object, *metav1.DeleteOptions) (int64, bool) {
-	return 30, true
+func (gracefulMarker) GracePeriod(runtime.Object, *metav1.DeleteOptions) int64 {
+	return 30
 }
 
 var standardVerbs = []string{"create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"}

@@ -175,11 +175,13 @@ type ScaleAccessor interface {
 
 // GracefulDeleter decides how long a deleted object lingers with a
 // deletionTimestamp before it is removed (pods, whose kubelet stops them
-// first).
+// first). The delete of an object not yet being deleted is always
+// graceful, as kube-apiserver's pod strategy (CheckGracefulDelete): the
+// store marks the object with its period, and removes it at once when the
+// period is 0.
 type GracefulDeleter interface {
-	// GracePeriod returns the grace period for deleting obj with options, and
-	// whether the deletion is graceful at all (false: delete now).
-	GracePeriod(obj runtime.Object, options *metav1.DeleteOptions) (seconds int64, graceful bool)
+	// GracePeriod returns the grace period for deleting obj with options.
+	GracePeriod(obj runtime.Object, options *metav1.DeleteOptions) (seconds int64)
 }
 
 // AttrFunc adapts a Strategy's GetAttrs to storage.AttrFunc.
