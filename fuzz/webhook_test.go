@@ -793,6 +793,10 @@ func webhookTemplate(kind, ns, name string, labels map[string]string, in *input)
 //     whatever the failure policy; an object the patches made invalid is a
 //     422 (and no validating webhook is called);
 //   - the webhooks are called in order, each only when its label is set;
+//   - a pod delete (its pods are unscheduled: grace period 0) is admitted
+//     twice, on the pod as stored and then on the pod marked for
+//     deletion, the second time only when the first let it through, and
+//     a refusal then leaves the pod marked (deletePasses);
 //   - an accepted write stores exactly the object the webhooks made.
 func FuzzWebhook(f *testing.F) {
 	s := server(f)
@@ -1177,9 +1181,241 @@ func checkWebhookOutcome(t *testing.T, s *liveServer, req fuzzRequest, kind, ns 
 	if total > 4096 && longest > 256 {
 		report("warnings of %d runes together, the longest %d: kube-apiserver cuts each to 256 beyond 4,096", total, longest)
 	}
+	// The admission passes: one per request, but a pod delete whose grace
+	// period is 0 is admitted once in each of its two writes
+	// (deletePasses), and each pass is replayed on its own.
+	passes := deletePasses(report, req, kind, calls)
+	var want []hookOutcome // any of these (several validating webhooks may refuse)
+	var final, made []byte
+	mutated, validatingCalled := false, false
+	for i, p := range passes {
+		if i > 0 && len(p.calls) == 0 && len(passes[i-1].want) > 0 {
+			// The pass before may have ended the request.
+			break
+		}
+		replayPass(report, s, req, kind, ns, labels, p)
+		if i > 0 && len(p.calls) > 0 {
+			for _, o := range passes[i-1].want {
+				if !o.maybe {
+					report("admitted again (pass %d) after the pass before refused: %+v", i+1, o)
+				}
+			}
+			// The pass before let the request through: the answer is
+			// this pass's.
+			want = nil
+		}
+		want = append(want, p.want...)
+		final, made, mutated = p.final, p.made, p.mutated
+		validatingCalled = validatingCalled || p.validatingCalled
+	}
+	definite := false
+	for _, o := range want {
+		if !o.maybe {
+			definite = true
+		}
+	}
+	if foreignWebhook(status.Message) {
+		// In `go test ./fuzz` every target shares the server: a webhook
+		// configuration FuzzHTTP made (its URLs never answer) may match.
+		t.Skipf("a webhook another target registered answered: %s", status.Message)
+	}
+	// Every webhook the request's namespace and object select is called
+	// in each pass: the mutating ones at their turn (missedMutating), the
+	// validating ones, when the request was accepted, by the object
+	// stored.
+	for i, p := range passes {
+		if i > 0 && len(p.calls) == 0 && len(passes[i-1].want) > 0 {
+			break
+		}
+		if h := missedMutating(p.calls, kind, ns, req.method, labels); h != "" {
+			report("mutating webhook %s not called in admission pass %d, though its namespaceSelector matches namespace %s and its label the object at its turn", h, i+1, ns)
+		}
+		if code < 200 || code >= 300 || timingDecides(calls) {
+			continue
+		}
+		obj, old := labelsDoc(labels), []byte(nil)
+		switch req.method {
+		case http.MethodDelete:
+			obj, old = nil, obj
+		case http.MethodPut:
+			old = obj
+		}
+		if p.made != nil && req.method != http.MethodDelete {
+			obj = p.made
+		}
+		for _, h := range fuzzRegs {
+			if !h.mutating && h.variant.selectsLabels(namespaceLabelsOf(kind, ns, req.method, obj, labels)) && labelledFor(h, obj, old) && p.seen[h.name] == 0 {
+				report("validating webhook %s not called in admission pass %d of an accepted request, though its namespaceSelector matches namespace %s and its label %s=%q the object",
+					h.name, i+1, ns, hookLabel(h), h.variant.key)
+			}
+		}
+	}
+	// A create the webhooks gave a resourceVersion that is an unsigned
+	// number other than 0: kube-apiserver's store refuses it with a 500
+	// (another one it ignores; a dry run does not reach the store).
+	rvSet := false
+	if req.method == http.MethodPost && made != nil && req.query.Get("dryRun") != "All" {
+		var m metav1.PartialObjectMetadata
+		if utiljson.Unmarshal(made, &m) == nil {
+			n, err := strconv.ParseUint(m.ResourceVersion, 10, 64)
+			rvSet = err == nil && n != 0
+		}
+	}
+	success := code >= 200 && code < 300
+	fromWebhook := false
+	for _, o := range want {
+		fromWebhook = fromWebhook || code == o.code && strings.Contains(status.Message, o.message)
+	}
+	switch {
+	case success && definite:
+		report("accepted, but kube-apiserver would refuse it: %+v", want)
+	case success && rvSet:
+		report("accepted a create the webhooks gave a resourceVersion: kube-apiserver's store refuses it")
+	case success, fromWebhook:
+	case rvSet && code == http.StatusInternalServerError && status.Reason == metav1.StatusReasonInternalError &&
+		strings.Contains(status.Message, "resourceVersion should not be set on objects to be created"):
+	case definite:
+		report("answer %d %q, kube-apiserver's would be one of %+v", code, status.Message, want)
+	case code >= 500 && !allowedServerError(code, header, body),
+		strings.Contains(status.Message, "failed calling webhook"), strings.Contains(status.Message, "denied the request"):
+		// Every webhook let the request through: a refusal is the
+		// server's own (validation, conflicts), never a webhook's.
+		report("answer %d %q, but the webhooks let the request through (%+v)", code, status.Message, want)
+	case code == http.StatusUnprocessableEntity && validatingCalled:
+		report("a 422 after the validating webhooks were called: validation comes before them")
+	}
+	// Nothing written unless accepted (and not a dry run); but a delete
+	// refused in its second admission pass has made its first write, the
+	// marking, which stays (kube-apiserver's store does not undo it).
+	written := rev1 != rev0
+	markedThenRefused := len(passes) > 1 && len(passes[1].calls) > 0 && !success
+	switch {
+	case markedThenRefused && !written:
+		report("refused in the second admission pass, but the pod was not left marked for deletion (revision %d unchanged)", rev0)
+	case markedThenRefused:
+	case written && (!success || req.query.Get("dryRun") == "All"):
+		report("storage changed (revision %d → %d) on a %d answer", rev0, rev1, code)
+	}
+	if !success || req.method == http.MethodDelete || req.query.Get("dryRun") == "All" || final == nil {
+		return
+	}
+	// An accepted write stored exactly what the webhooks made.
+	stored, err := s.writtenSince(ctx, rev0)
+	if err != nil {
+		report("reading what was written: %v", err)
+	}
+	var got []byte
+	for _, o := range stored {
+		if cm, ok := o.obj.(*corev1.ConfigMap); ok && kind == "ConfigMap" {
+			got, _ = json.Marshal(cm)
+		}
+		if p, ok := o.obj.(*corev1.Pod); ok && kind == "Pod" {
+			got, _ = json.Marshal(p)
+		}
+		if n, ok := o.obj.(*corev1.Namespace); ok && kind == "Namespace" {
+			got, _ = json.Marshal(n)
+		}
+	}
+	if kind == "Namespace" && got != nil && !sameNamespaceMeta(got, final) {
+		report("stored namespace %s\nbut the webhooks made %s", got, final)
+	}
+	if got == nil {
+		report("accepted, but no %s was written", kind)
+	}
+	if kind == "ConfigMap" && !sameConfigMap(got, final) {
+		report("stored %s\nbut the webhooks made %s", got, final)
+	}
+	if kind == "Pod" && made != nil {
+		var old []byte
+		for _, c := range calls {
+			old = c.review.Request.OldObject.Raw
+		}
+		want, err := podAfterWebhooks(s, made, old, mutated)
+		if err != nil {
+			report("the webhooks' pod: %v", err)
+		}
+		if diff := samePod(got, want); diff != "" {
+			report("stored pod %s\nbut the webhooks made %s\n(kube-apiserver's stored pod from it: %s)", got, made, diff)
+		}
+	}
+}
+
+// admissionPass is one run of the admission chain (the mutating
+// webhooks in order, then the validating ones at once) within a request,
+// and what replaying its calls expects.
+type admissionPass struct {
+	calls []hookCall
+	// seen counts each webhook's calls in the pass.
+	seen map[string]int
+	// want: any of these outcomes (several validating webhooks may
+	// refuse); none when the pass lets the request through.
+	want []hookOutcome
+	// final is the object the last webhook was sent or made; made the
+	// mutating webhooks' result; mutated whether any of them changed the
+	// object (kube-apiserver then runs its own mutating plugins once
+	// more: podAfterWebhooks).
+	final, made      []byte
+	mutated          bool
+	validatingCalled bool
+}
+
+// deletePasses splits a request's calls into its admission passes. A
+// request is admitted once, but kube-apiserver's generic store runs a
+// delete's admission in each write it makes (Store.Delete: in
+// updateForGracefulDeletionAndFinalizers on the object as stored, then in
+// the storage delete's validation on the object as that update left it),
+// and a pod's delete is always graceful there (the pod strategy's
+// CheckGracefulDelete). So a pod whose grace period is 0 (unscheduled or
+// terminal, as FuzzWebhook's pods are; or gracePeriodSeconds=0 asked for)
+// is admitted twice: first with the pod as stored as the old object, then
+// with the pod marked (deletionTimestamp, deletionGracePeriodSeconds 0).
+// The second pass runs only when the first let the delete through; its
+// calls come after all of the first's. Other deletes (configmaps,
+// namespaces, dry runs) are admitted once.
+func deletePasses(report func(string, ...any), req fuzzRequest, kind string, calls []hookCall) []*admissionPass {
+	if req.method != http.MethodDelete || kind != "Pod" || req.query.Get("dryRun") == "All" {
+		return []*admissionPass{{calls: calls}}
+	}
+	first, second := &admissionPass{}, &admissionPass{}
+	uid := ""
+	for _, c := range calls {
+		var old corev1.Pod
+		if err := utiljson.Unmarshal(c.review.Request.OldObject.Raw, &old); err != nil {
+			report("webhook %s was sent an old object that is not a pod: %v", c.hook.name, err)
+		}
+		if uid == "" {
+			uid = string(old.UID)
+		} else if string(old.UID) != uid {
+			report("webhook %s was sent the old pod uid %s, not %s as the calls before", c.hook.name, old.UID, uid)
+		}
+		if old.DeletionTimestamp == nil {
+			if len(second.calls) > 0 {
+				report("webhook %s was sent the pod not yet marked for deletion after calls on the marked pod", c.hook.name)
+			}
+			first.calls = append(first.calls, c)
+			continue
+		}
+		if g := old.DeletionGracePeriodSeconds; g == nil || *g != 0 {
+			report("webhook %s was sent a pod marked with deletionGracePeriodSeconds %v, not 0 (the pod is not scheduled)", c.hook.name, g)
+		}
+		if old.Generation < 2 {
+			report("webhook %s was sent a marked pod of generation %d: marking it bumps the generation", c.hook.name, old.Generation)
+		}
+		second.calls = append(second.calls, c)
+	}
+	return []*admissionPass{first, second}
+}
+
+// replayPass checks one admission pass's calls (which webhooks were
+// called, in which order, with what) and works out what it leads to:
+// p.want, p.final, p.made, p.mutated, p.validatingCalled and p.seen.
+func replayPass(report func(string, ...any), s *liveServer, req fuzzRequest, kind, ns string, labels map[string]string, p *admissionPass) {
+	calls := p.calls
 	// Which webhooks were called, in which order: the mutating ones in
-	// order (one reinvoked at most once), each only if labelled.
+	// order (one reinvoked at most once: never on a delete, whose
+	// webhooks cannot change the object), each only if labelled.
 	seen := map[string]int{}
+	p.seen = seen
 	for _, c := range calls {
 		if c.review.Request.Namespace != ns {
 			report("webhook %s was sent a request in namespace %q, not %q", c.hook.name, c.review.Request.Namespace, ns)
@@ -1197,12 +1433,12 @@ func checkWebhookOutcome(t *testing.T, s *liveServer, req fuzzRequest, kind, ns 
 				c.hook.variant.versions, c.review.APIVersion, c.hook.variant.review())
 		}
 		seen[c.hook.name]++
-		if n := seen[c.hook.name]; n > 2 || n == 2 && !c.hook.reinvoke {
-			report("webhook %s called %d times", c.hook.name, n)
+		if n := seen[c.hook.name]; n > 2 || n == 2 && (!c.hook.reinvoke || req.method == http.MethodDelete) {
+			report("webhook %s called %d times in one admission pass", c.hook.name, n)
 		}
 	}
 	// The expected outcome, replaying the calls.
-	var want []hookOutcome // any of these (several validating webhooks may refuse)
+	var want []hookOutcome
 	var final []byte
 	// made is the mutating webhooks' result; mutated whether any of them
 	// changed the object (kube-apiserver then runs its own mutating
@@ -1276,122 +1512,7 @@ func checkWebhookOutcome(t *testing.T, s *liveServer, req fuzzRequest, kind, ns 
 		}
 		break
 	}
-	definite := false
-	for _, o := range want {
-		if !o.maybe {
-			definite = true
-		}
-	}
-	if foreignWebhook(status.Message) {
-		// In `go test ./fuzz` every target shares the server: a webhook
-		// configuration FuzzHTTP made (its URLs never answer) may match.
-		t.Skipf("a webhook another target registered answered: %s", status.Message)
-	}
-	// Every webhook the request's namespace and object select is called:
-	// the mutating ones at their turn (missedMutating), the validating
-	// ones, when the request was accepted, by the object stored.
-	if h := missedMutating(calls, kind, ns, req.method, labels); h != "" {
-		report("mutating webhook %s not called, though its namespaceSelector matches namespace %s and its label the object at its turn", h, ns)
-	}
-	if code >= 200 && code < 300 && !timingDecides(calls) {
-		obj, old := labelsDoc(labels), []byte(nil)
-		switch req.method {
-		case http.MethodDelete:
-			obj, old = nil, obj
-		case http.MethodPut:
-			old = obj
-		}
-		if made != nil && req.method != http.MethodDelete {
-			obj = made
-		}
-		for _, h := range fuzzRegs {
-			if !h.mutating && h.variant.selectsLabels(namespaceLabelsOf(kind, ns, req.method, obj, labels)) && labelledFor(h, obj, old) && seen[h.name] == 0 {
-				report("validating webhook %s not called on an accepted request, though its namespaceSelector matches namespace %s and its label %s=%q the object",
-					h.name, ns, hookLabel(h), h.variant.key)
-			}
-		}
-	}
-	// A create the webhooks gave a resourceVersion that is an unsigned
-	// number other than 0: kube-apiserver's store refuses it with a 500
-	// (another one it ignores; a dry run does not reach the store).
-	rvSet := false
-	if req.method == http.MethodPost && made != nil && req.query.Get("dryRun") != "All" {
-		var m metav1.PartialObjectMetadata
-		if utiljson.Unmarshal(made, &m) == nil {
-			n, err := strconv.ParseUint(m.ResourceVersion, 10, 64)
-			rvSet = err == nil && n != 0
-		}
-	}
-	success := code >= 200 && code < 300
-	fromWebhook := false
-	for _, o := range want {
-		fromWebhook = fromWebhook || code == o.code && strings.Contains(status.Message, o.message)
-	}
-	switch {
-	case success && definite:
-		report("accepted, but kube-apiserver would refuse it: %+v", want)
-	case success && rvSet:
-		report("accepted a create the webhooks gave a resourceVersion: kube-apiserver's store refuses it")
-	case success, fromWebhook:
-	case rvSet && code == http.StatusInternalServerError && status.Reason == metav1.StatusReasonInternalError &&
-		strings.Contains(status.Message, "resourceVersion should not be set on objects to be created"):
-	case definite:
-		report("answer %d %q, kube-apiserver's would be one of %+v", code, status.Message, want)
-	case code >= 500 && !allowedServerError(code, header, body),
-		strings.Contains(status.Message, "failed calling webhook"), strings.Contains(status.Message, "denied the request"):
-		// Every webhook let the request through: a refusal is the
-		// server's own (validation, conflicts), never a webhook's.
-		report("answer %d %q, but the webhooks let the request through (%+v)", code, status.Message, want)
-	case code == http.StatusUnprocessableEntity && validatingCalled:
-		report("a 422 after the validating webhooks were called: validation comes before them")
-	}
-	// Nothing written unless accepted (and not a dry run).
-	written := rev1 != rev0
-	if written && (!success || req.query.Get("dryRun") == "All") {
-		report("storage changed (revision %d → %d) on a %d answer", rev0, rev1, code)
-	}
-	if !success || req.method == http.MethodDelete || req.query.Get("dryRun") == "All" || final == nil {
-		return
-	}
-	// An accepted write stored exactly what the webhooks made.
-	stored, err := s.writtenSince(ctx, rev0)
-	if err != nil {
-		report("reading what was written: %v", err)
-	}
-	var got []byte
-	for _, o := range stored {
-		if cm, ok := o.obj.(*corev1.ConfigMap); ok && kind == "ConfigMap" {
-			got, _ = json.Marshal(cm)
-		}
-		if p, ok := o.obj.(*corev1.Pod); ok && kind == "Pod" {
-			got, _ = json.Marshal(p)
-		}
-		if n, ok := o.obj.(*corev1.Namespace); ok && kind == "Namespace" {
-			got, _ = json.Marshal(n)
-		}
-	}
-	if kind == "Namespace" && got != nil && !sameNamespaceMeta(got, final) {
-		report("stored namespace %s\nbut the webhooks made %s", got, final)
-	}
-	if got == nil {
-		report("accepted, but no %s was written", kind)
-	}
-	if kind == "ConfigMap" && !sameConfigMap(got, final) {
-		report("stored %s\nbut the webhooks made %s", got, final)
-	}
-	if kind == "Pod" && made != nil {
-		var old []byte
-		for _, c := range calls {
-			old = c.review.Request.OldObject.Raw
-		}
-		want, err := podAfterWebhooks(s, made, old, mutated)
-		if err != nil {
-			report("the webhooks' pod: %v", err)
-		}
-		if diff := samePod(got, want); diff != "" {
-			report("stored pod %s\nbut the webhooks made %s\n(kube-apiserver's stored pod from it: %s)", got, made, diff)
-		}
-	}
+	p.want, p.final, p.made, p.mutated, p.validatingCalled = want, final, made, mutated, validatingCalled
 }
 
 // podAfterWebhooks is the pod kube-apiserver 1.37 stores when the mutating
