@@ -88,8 +88,10 @@ func TestPluginsExtendTheChainAndRunWithTheServer(t *testing.T) {
 	if started.Load() != 1 {
 		t.Fatalf("starter ran %d times before the server was ready", started.Load())
 	}
-	expectStatus(t, e.do(http.MethodGet, "/api/v1/namespaces/default/configmaps", nil), http.StatusForbidden,
-		metav1.StatusReasonForbidden, `User "admin" cannot list resource "configmaps" in API group "" in the namespace "default": no configmaps here`)
+	// As alice (admin, in system:masters, is allowed before the plugin's
+	// authorizer is asked).
+	expectStatus(t, e.do(http.MethodGet, "/api/v1/namespaces/default/configmaps", nil, "Impersonate-User", "alice"), http.StatusForbidden,
+		metav1.StatusReasonForbidden, `User "alice" cannot list resource "configmaps" in API group "" in the namespace "default": no configmaps here`)
 
 	c := ctx(t)
 	if _, err := e.cs.CoreV1().ServiceAccounts("default").Create(c, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "builder"}}, metav1.CreateOptions{}); err != nil {

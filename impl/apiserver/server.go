@@ -132,7 +132,9 @@ type Config struct {
 	// authenticator, as kube-apiserver asks its TokenReview webhook
 	// (--authentication-token-webhook-config-file) last.
 	LastTokenAuthenticators []auth.TokenAuthenticator
-	// Authorizer decides every request; nil is auth.AlwaysAllow.
+	// Authorizer decides every request; nil is auth.AlwaysAllow. Whatever
+	// it is (or Plugins' that replaces it), system:masters is allowed
+	// before it is asked (withSystemMasters), as kube-apiserver's.
 	Authorizer auth.Authorizer
 	// AdmissionMutators run after the built-in NamespaceLifecycle plugin
 	// (a mutating one); AdmissionValidators are the first validators.
@@ -521,6 +523,7 @@ func New(cfg Config) (*Server, error) {
 			authorizer = s.plugins.Authorizer
 		}
 	}
+	authorizer = withSystemMasters(authorizer)
 	if sa := cfg.ServiceAccounts; sa != nil {
 		saMetrics, err := auth.NewServiceAccountMetrics(reg)
 		if err != nil {

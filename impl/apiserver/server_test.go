@@ -20,7 +20,8 @@ import (
 	"github.com/kubeproof/kubeproof/impl/storage"
 )
 
-// denyConfigMaps forbids everything on configmaps to user "admin".
+// denyConfigMaps forbids everything on configmaps (to anyone but
+// system:masters, whom the server allows before asking it).
 type denyConfigMaps struct{}
 
 func (denyConfigMaps) Authorize(_ context.Context, a auth.Attributes) (auth.Decision, string, error) {
@@ -46,15 +47,17 @@ func TestAuthentication(t *testing.T) {
 	}
 }
 
+// As alice (admin impersonates her): admin is in system:masters.
 func TestAuthorization(t *testing.T) {
 	e := newEnv(t, func(c *apiserver.Config) { c.Authorizer = denyConfigMaps{} })
-	r := e.do("GET", "/api/v1/namespaces/default/configmaps/x", nil)
+	asAlice := []string{"Impersonate-User", "alice"}
+	r := e.do("GET", "/api/v1/namespaces/default/configmaps/x", nil, asAlice...)
 	expectStatus(t, r, http.StatusForbidden, metav1.StatusReasonForbidden,
-		`configmaps "x" is forbidden: User "admin" cannot get resource "configmaps" in API group "" in the namespace "default"`)
-	r = e.do("GET", "/api/v1/configmaps", nil)
+		`configmaps "x" is forbidden: User "alice" cannot get resource "configmaps" in API group "" in the namespace "default"`)
+	r = e.do("GET", "/api/v1/configmaps", nil, asAlice...)
 	expectStatus(t, r, http.StatusForbidden, metav1.StatusReasonForbidden,
-		`User "admin" cannot list resource "configmaps" in API group "" at the cluster scope`)
-	if r := e.do("GET", "/api/v1/namespaces/default/pods", nil); r.code != 200 {
+		`User "alice" cannot list resource "configmaps" in API group "" at the cluster scope`)
+	if r := e.do("GET", "/api/v1/namespaces/default/pods", nil, asAlice...); r.code != 200 {
 		t.Fatalf("pods: %d", r.code)
 	}
 }
