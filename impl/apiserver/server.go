@@ -604,7 +604,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	h = filters.WithImpersonation(h, codecs, authorizer, s.log)
 	auditCfg := audit.Config{Policy: cfg.AuditPolicy, Backend: cfg.AuditBackend, MaxBodyBytes: int(cfg.MaxRequestBodyBytes),
-		Metrics: cfg.AuditMetrics}
+		Metrics: cfg.AuditMetrics, ProtobufJSON: codecs.ProtobufJSON}
 	h = audit.WithAudit(h, auditCfg)
 	h = filters.WithAuthentication(h, codecs, authenticator, cfg.Anonymous, publicPaths,
 		audit.WithFailedAuthenticationAudit(filters.Unauthorized(codecs), auditCfg))

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"mime"
 	"net"
 	"net/http"
@@ -47,6 +48,11 @@ type Config struct {
 	// Metrics counts the requests failed because the backend failed
 	// (apiserver_audit_requests_rejected_total); nil counts nothing.
 	Metrics *Metrics
+	// ProtobufJSON converts a Kubernetes protobuf response body to JSON,
+	// for the responseObject at the RequestResponse level (kube-apiserver
+	// records the response object as JSON whatever the wire format); nil:
+	// a protobuf response object is not recorded.
+	ProtobufJSON func(body []byte) ([]byte, error)
 }
 
 // WithAudit records the requests next serves, as cfg.Policy says. It must
@@ -455,9 +461,24 @@ func (rec *recorder) finish(rw *responseWriter) {
 		ev.ResponseStatus = responseStatus(code, contentType, body)
 		rec.addLatencyAnnotations(ev)
 		if !ev.Level.Less(LevelRequestResponse) && !rw.longRunning && body != nil {
-			ev.ResponseObject = toJSON(contentType, body, rec.decision.OmitManagedFields)
+			ev.ResponseObject = rec.responseObject(contentType, body)
 		}
 	})
+}
+
+// responseObject is a response body as the event's responseObject: JSON
+// or YAML as JSON, protobuf decoded and encoded as JSON (when the
+// configuration can), anything else nothing.
+func (rec *recorder) responseObject(contentType string, body []byte) json.RawMessage {
+	if mt, _, _ := mime.ParseMediaType(contentType); mt != protobufMediaType || rec.cfg.ProtobufJSON == nil {
+		return toJSON(contentType, body, rec.decision.OmitManagedFields)
+	}
+	js, err := rec.cfg.ProtobufJSON(body)
+	if err != nil {
+		slog.Error("encoding the audited response object", "auditID", rec.ev.AuditID, "err", err)
+		return nil
+	}
+	return toJSON(runtime.ContentTypeJSON, js, rec.decision.OmitManagedFields)
 }
 
 // The annotation keys of the webhook calls and the queue wait, as

@@ -41,3 +41,29 @@ func (c *Codecs) RequestObjectJSON(obj runtime.Object, gv schema.GroupVersion, d
 		return bytes.TrimRight(buf.Bytes(), "\n"), nil
 	}
 }
+
+// ProtobufJSON returns a Kubernetes protobuf response body (the magic,
+// then the envelope naming the kind) as JSON, for an audit event's
+// responseObject: kube-apiserver records the object it answered with
+// encoded as JSON in the response's group version, whatever the wire
+// format the client asked for.
+func (c *Codecs) ProtobufJSON(body []byte) ([]byte, error) {
+	pb, ok := c.info(Protobuf)
+	if !ok {
+		return nil, fmt.Errorf("no %s serializer", Protobuf)
+	}
+	obj, gvk, err := pb.Serializer.Decode(body, nil, nil)
+	if err != nil {
+		return nil, fmt.Errorf("decoding a protobuf response: %w", err)
+	}
+	obj.GetObjectKind().SetGroupVersionKind(*gvk)
+	js, ok := runtime.SerializerInfoForMediaType(c.Factory.SupportedMediaTypes(), runtime.ContentTypeJSON)
+	if !ok {
+		return nil, fmt.Errorf("no %s serializer", runtime.ContentTypeJSON)
+	}
+	var buf bytes.Buffer
+	if err := js.Serializer.Encode(obj, &buf); err != nil {
+		return nil, fmt.Errorf("encoding %s as JSON: %w", gvk.Kind, err)
+	}
+	return bytes.TrimRight(buf.Bytes(), "\n"), nil
+}
