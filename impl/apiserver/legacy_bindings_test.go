@@ -11,6 +11,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 
 	"github.com/kubeproof/kubeproof/impl/apiserver"
 	"github.com/kubeproof/kubeproof/impl/apiserver/admission"
@@ -74,9 +76,17 @@ func TestLegacyBindings(t *testing.T) {
 	}
 	bind := &corev1.Binding{ObjectMeta: metav1.ObjectMeta{Name: "web", Annotations: map[string]string{"a": "b"}},
 		Target: corev1.ObjectReference{Kind: "Node", Name: "node-1"}}
+	// As a binder outside system:masters (admin impersonates it), whose
+	// requests the authorizer is asked about.
+	binderCfg := rest.CopyConfig(e.rest)
+	binderCfg.Impersonate = rest.ImpersonationConfig{UserName: "binder"}
+	binder, err := kubernetes.NewForConfig(binderCfg)
+	if err != nil {
+		t.Fatal(err)
+	}
 	post := func(b *corev1.Binding) (*metav1.Status, int, error) {
 		var code int
-		res := e.cs.CoreV1().RESTClient().Post().Namespace("default").Resource("bindings").Body(b).Do(c).StatusCode(&code)
+		res := binder.CoreV1().RESTClient().Post().Namespace("default").Resource("bindings").Body(b).Do(c).StatusCode(&code)
 		st := &metav1.Status{}
 		err := res.Into(st)
 		return st, code, err
