@@ -62,12 +62,10 @@ func (s *Server) newSelfClients() (*selfClients, error) {
 		Transport:   inProcessTransport{handler: s.handler, remoteAddr: s.loopbackRemoteAddr},
 		// Not rate limited, as kube-apiserver's loopback configuration.
 		QPS: -1,
-		// JSON where kube-apiserver's loopback client sends protobuf: the
-		// wire format is seen only in the audit events' request and
-		// response objects, which kube-apiserver records as JSON whatever
-		// the request's; this server's audit records a protobuf response
-		// as no response object.
-		ContentConfig: rest.ContentConfig{ContentType: "application/json", AcceptContentTypes: "application/json"},
+		// Protobuf, as kube-apiserver's loopback client configuration (the
+		// audit records its request and response objects as JSON all the
+		// same). The dynamic client built on it speaks JSON.
+		ContentConfig: rest.ContentConfig{ContentType: "application/vnd.kubernetes.protobuf"},
 		// The server's own requests' warnings (the Endpoints kind's
 		// deprecation) are not logged: logs are quiet by default.
 		WarningHandler: rest.NoWarnings{},
