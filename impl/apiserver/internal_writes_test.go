@@ -91,19 +91,7 @@ func TestInternalCreatesAudited(t *testing.T) {
 	for _, ns := range apiserver.SystemNamespaces {
 		want = append(want, create{"/api/v1/namespaces", "namespaces", "", ns})
 	}
-	find := func(w create) *audit.Event {
-		b.mu.Lock()
-		defer b.mu.Unlock()
-		for _, evs := range b.evs {
-			for _, ev := range evs {
-				if ev.Stage == audit.StageResponseComplete && ev.Verb == "create" && ev.RequestURI == w.uri &&
-					ev.ObjectRef != nil && ev.ObjectRef.Name == w.name {
-					return ev
-				}
-			}
-		}
-		return nil
-	}
+	find := func(w create) *audit.Event { return b.find("create", w.uri, w.name) }
 	// The Endpoints are written just before the server serves.
 	deadline := time.Now().Add(10 * time.Second)
 	for _, w := range want {
@@ -136,6 +124,23 @@ func TestInternalCreatesAudited(t *testing.T) {
 			t.Errorf("%s %q: no request or response object at RequestResponse", w.resource, w.name)
 		}
 	}
+}
+
+// find is the ResponseComplete event of a request of verb at uri (query
+// aside) on the object named name, or nil.
+func (b *auditEvents) find(verb, uri, name string) *audit.Event {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, evs := range b.evs {
+		for _, ev := range evs {
+			path, _, _ := strings.Cut(ev.RequestURI, "?")
+			if ev.Stage == audit.StageResponseComplete && ev.Verb == verb && path == uri &&
+				ev.ObjectRef != nil && ev.ObjectRef.Name == name {
+				return ev
+			}
+		}
+	}
+	return nil
 }
 
 // The server's own creates at start are requests of system:apiserver,

@@ -7,13 +7,13 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/kubeproof/kubeproof/impl/apiserver/request"
 	"github.com/kubeproof/kubeproof/impl/registry/ipallocator"
 )
 
-var eventsGVR = corev1.SchemeGroupVersion.WithResource("events")
+var eventsV1GVR = eventsv1.SchemeGroupVersion.WithResource("events")
 
 // newServiceRepairer is the repairer of the ClusterIP and NodePort
 // allocation records (ipallocator.Repairer), reporting what it finds as
@@ -91,26 +91,31 @@ func repairRetryDelay(interval time.Duration, succeeded bool, failures int) time
 }
 
 // recordRepairEvent writes f as a Warning event on its service, as the
-// events.k8s.io recorder of kube-apiserver's repair controllers does
-// (reporting controller ipallocator-repair-controller or
-// portallocator-repair-controller, instance CONTROLLER-HOSTNAME).
+// events.k8s.io recorder of kube-apiserver's repair controllers does: an
+// events.k8s.io/v1 Event created through the server's loopback client
+// (so authenticated as system:apiserver, admitted, audited, and recorded
+// in managedFields under kube-apiserver), reporting controller
+// ipallocator-repair-controller or portallocator-repair-controller,
+// instance CONTROLLER-HOSTNAME, named as the recorder names events.
 func (s *Server) recordRepairEvent(ctx context.Context, f ipallocator.Finding, host string) error {
-	h, ok := s.handlers[eventsGVR]
-	if !ok {
+	if _, ok := s.handlers[eventsV1GVR]; !ok {
 		return nil
 	}
-	now := time.Now()
-	ev := &corev1.Event{
-		ObjectMeta: metav1.ObjectMeta{Namespace: f.Service.Namespace, Name: fmt.Sprintf("%s.%x", f.Service.Name, now.UnixNano())},
-		InvolvedObject: corev1.ObjectReference{Kind: "Service", APIVersion: "v1",
-			Namespace: f.Service.Namespace, Name: f.Service.Name, UID: f.ServiceUID},
-		Reason: f.Reason, Message: f.Message, Type: corev1.EventTypeWarning, Action: f.Action,
-		EventTime:           metav1.NewMicroTime(now),
-		ReportingController: f.Controller, ReportingInstance: f.Controller + "-" + host,
-	}
-	info := &request.Info{IsResourceRequest: true, Verb: "create", APIVersion: "v1", Resource: "events", Namespace: f.Service.Namespace}
-	if _, err := h.CreateObject(ctx, info, ev, false); err != nil {
+	ev := repairEvent(f, host, time.Now())
+	if _, err := s.self.typed.EventsV1().Events(ev.Namespace).Create(ctx, ev, metav1.CreateOptions{}); err != nil {
 		return fmt.Errorf("creating event %s/%s: %w", ev.Namespace, ev.Name, err)
 	}
 	return nil
+}
+
+// repairEvent is the event reporting f at now. Pure.
+func repairEvent(f ipallocator.Finding, host string, now time.Time) *eventsv1.Event {
+	return &eventsv1.Event{
+		ObjectMeta: metav1.ObjectMeta{Namespace: f.Service.Namespace, Name: fmt.Sprintf("%s.%x", f.Service.Name, now.UnixNano())},
+		Regarding: corev1.ObjectReference{Kind: "Service", APIVersion: "v1",
+			Namespace: f.Service.Namespace, Name: f.Service.Name, UID: f.ServiceUID},
+		Reason: f.Reason, Note: f.Message, Type: corev1.EventTypeWarning, Action: f.Action,
+		EventTime:           metav1.NewMicroTime(now),
+		ReportingController: f.Controller, ReportingInstance: f.Controller + "-" + host,
+	}
 }
