@@ -283,7 +283,9 @@ func (rec *recorder) captureRequest(r *http.Request) {
 	if err != nil || len(buf) > rec.cfg.MaxBodyBytes || len(buf) == 0 {
 		return
 	}
-	rec.requestBody = toJSON(r.Header.Get("Content-Type"), buf, rec.decision.OmitManagedFields)
+	// As kube-apiserver's LogRequestPatch, the patch is recorded as sent,
+	// omitManagedFields or not: it is no object to drop fields from.
+	rec.requestBody = toJSON(r.Header.Get("Content-Type"), buf)
 }
 
 type readCloser struct {
@@ -291,9 +293,9 @@ type readCloser struct {
 	io.Closer
 }
 
-// toJSON returns body as JSON when the content type is a JSON or YAML
-// one, or nil.
-func toJSON(contentType string, body []byte, omitManagedFields bool) json.RawMessage {
+// toJSON returns body, compacted, when the content type is a JSON one,
+// or converted when it is a YAML one; otherwise nil.
+func toJSON(contentType string, body []byte) json.RawMessage {
 	mt, _, _ := mime.ParseMediaType(contentType)
 	var js []byte
 	switch {
@@ -310,31 +312,11 @@ func toJSON(contentType string, body []byte, omitManagedFields bool) json.RawMes
 	default:
 		return nil
 	}
-	if omitManagedFields {
-		js = dropManagedFields(js)
-	}
 	var compact bytes.Buffer
 	if err := json.Compact(&compact, js); err != nil {
 		return nil
 	}
 	return compact.Bytes()
-}
-
-func dropManagedFields(js []byte) []byte {
-	var obj map[string]any
-	if json.Unmarshal(js, &obj) != nil {
-		return js
-	}
-	md, ok := obj["metadata"].(map[string]any)
-	if !ok {
-		return js
-	}
-	delete(md, "managedFields")
-	out, err := json.Marshal(obj)
-	if err != nil {
-		return js
-	}
-	return out
 }
 
 func (rec *recorder) omitted(s Stage) bool {
@@ -468,17 +450,31 @@ func (rec *recorder) finish(rw *responseWriter) {
 
 // responseObject is a response body as the event's responseObject: JSON
 // or YAML as JSON, protobuf decoded and encoded as JSON (when the
-// configuration can), anything else nothing.
+// configuration can), anything else nothing. Under omitManagedFields it
+// lacks the managedFields kube-apiserver drops (omitManagedFields: an
+// object's, a list's items', a Table's row objects'); when they cannot be
+// dropped the error is logged and the object recorded as it is, as
+// kube-apiserver does.
 func (rec *recorder) responseObject(contentType string, body []byte) json.RawMessage {
+	var js json.RawMessage
 	if mt, _, _ := mime.ParseMediaType(contentType); mt != protobufMediaType || rec.cfg.ProtobufJSON == nil {
-		return toJSON(contentType, body, rec.decision.OmitManagedFields)
+		js = toJSON(contentType, body)
+	} else {
+		converted, err := rec.cfg.ProtobufJSON(body)
+		if err != nil {
+			slog.Error("encoding the audited response object", "auditID", rec.ev.AuditID, "err", err)
+			return nil
+		}
+		js = toJSON(runtime.ContentTypeJSON, converted)
 	}
-	js, err := rec.cfg.ProtobufJSON(body)
+	if js == nil || !rec.decision.OmitManagedFields {
+		return js
+	}
+	omitted, err := omitManagedFields(js)
 	if err != nil {
-		slog.Error("encoding the audited response object", "auditID", rec.ev.AuditID, "err", err)
-		return nil
+		slog.Error("dropping managed fields from the audited response object", "auditID", rec.ev.AuditID, "err", err)
 	}
-	return toJSON(runtime.ContentTypeJSON, js, rec.decision.OmitManagedFields)
+	return omitted
 }
 
 // The annotation keys of the webhook calls and the queue wait, as
@@ -566,7 +562,7 @@ func parseStatus(contentType string, body []byte) (*metav1.Status, bool) {
 	if mt, _, _ := mime.ParseMediaType(contentType); mt == protobufMediaType {
 		return parseProtobufStatus(body)
 	}
-	js := toJSON(contentType, body, false)
+	js := toJSON(contentType, body)
 	if js == nil {
 		return nil, false
 	}

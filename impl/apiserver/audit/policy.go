@@ -142,7 +142,8 @@ func validateStages(path *fieldpath.Path, stages []Stage) fieldpath.ErrorList {
 type Decision struct {
 	Level      Level
 	OmitStages []Stage
-	// OmitManagedFields drops metadata.managedFields from the bodies.
+	// OmitManagedFields drops managedFields from the request and response
+	// objects (not from a patch, recorded as sent).
 	OmitManagedFields bool
 }
 
