@@ -35,9 +35,19 @@ import (
 //     for that server name, whatever its serving certificate (a
 //     --tls-cert-file need not name the loopback address).
 //   - A random bearer token, known to this process only, authenticating
-//     as system:apiserver in system:authenticated and system:masters,
-//     tried before every other credential (another bearer token is left
-//     to the authenticators after it).
+//     as system:apiserver (a UID made at New) in the groups
+//     system:authenticated and system:masters, in that order, tried
+//     before every other credential (another bearer token is left to the
+//     authenticators after it). Those are kube-apiserver 1.37's: its
+//     AuthorizeClientBearerToken (k8s.io/apiserver pkg/server/config.go)
+//     maps the token to exactly that user, and since kubernetes#127902
+//     (1.32, backported to 1.29-1.31) lists system:authenticated in it
+//     (before, system:masters alone, as 1.24's audit events show). Its
+//     authenticated-group adder cannot add it: it wraps only the
+//     configured authenticators (pkg/kubeapiserver/authenticator
+//     config.go), and the token's authenticator is put in a union in
+//     front of them. Ours adds system:authenticated to every user after
+//     the chain, which for this user, already in it, changes nothing.
 //   - The address Run listens on, an unspecified host (0.0.0.0, ::)
 //     replaced by the first loopback interface address of its family
 //     ("localhost" when there is none), as kube-apiserver's

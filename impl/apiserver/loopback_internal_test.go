@@ -1,8 +1,10 @@
 package apiserver
 
 import (
+	"context"
 	"errors"
 	"net"
+	"slices"
 	"testing"
 )
 
@@ -37,5 +39,35 @@ func TestLoopbackHostPort(t *testing.T) {
 		if got := loopbackHostPort(tt.addr, tt.ifaces); got != tt.want {
 			t.Errorf("loopbackHostPort(%s) = %s, want %s", tt.addr, got, tt.want)
 		}
+	}
+}
+
+// The loopback token stands for kube-apiserver 1.37's loopback user
+// (AuthorizeClientBearerToken's token map, k8s.io/apiserver
+// pkg/server/config.go, and its TestAuthorizeClientBearerTokenRequiredGroups):
+// system:apiserver in system:authenticated and system:masters, in that
+// order, from the token itself, before any group is added after the
+// chain; a UID of its own each start.
+func TestLoopbackTokenUser(t *testing.T) {
+	l, err := newLoopback()
+	if err != nil {
+		t.Fatal(err)
+	}
+	u, ok, err := l.AuthenticateToken(context.Background(), l.token)
+	if err != nil || !ok {
+		t.Fatalf("loopback token: ok %v, err %v", ok, err)
+	}
+	if u.Name != "system:apiserver" || u.UID == "" || !slices.Equal(u.Groups, []string{"system:authenticated", "system:masters"}) || len(u.Extra) != 0 {
+		t.Errorf("loopback user %+v, want system:apiserver with a UID in system:authenticated, system:masters", u)
+	}
+	other, err := newLoopback()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if other.user.UID == u.UID {
+		t.Errorf("two starts share the loopback UID %s", u.UID)
+	}
+	if _, ok, _ := other.AuthenticateToken(context.Background(), l.token); ok {
+		t.Error("another start's loopback token authenticates")
 	}
 }
