@@ -237,6 +237,15 @@ func (r *Recorder) ensureNamespace(ctx context.Context) error {
 		switch {
 		case err == nil || apierrors.IsAlreadyExists(err):
 			return nil
+		case apierrors.IsForbidden(err):
+			// Credentials allowed ConfigMaps in one namespace only (a CI
+			// job's, typically) may not create, nor even read, the
+			// namespace: a dry-run ConfigMap create tells whether it
+			// exists with the rights the run needs anyway.
+			if probeErr := r.probeNamespace(ctx); probeErr != nil {
+				return fmt.Errorf("creating namespace %s: %w; and %w", r.cfg.Namespace, err, probeErr)
+			}
+			return nil
 		case (apierrors.IsServerTimeout(err) || apierrors.IsTimeout(err) || apierrors.IsTooManyRequests(err) ||
 			apierrors.IsInternalError(err) || apierrors.IsServiceUnavailable(err)) && time.Now().Before(deadline):
 			select {
@@ -248,6 +257,20 @@ func (r *Recorder) ensureNamespace(ctx context.Context) error {
 			return fmt.Errorf("creating namespace %s: %w", r.cfg.Namespace, err)
 		}
 	}
+}
+
+// probeNamespace creates one of the run's ConfigMaps with dryRun=All: an
+// answer of 201 says the namespace exists and the run may write there; a
+// missing namespace answers 404 (namespaces "NAME" not found).
+func (r *Recorder) probeNamespace(ctx context.Context) error {
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{
+		Name: r.keys[0], Namespace: r.cfg.Namespace, Labels: map[string]string{RunLabel: r.run},
+	}}
+	_, err := r.clients[0].CoreV1().ConfigMaps(r.cfg.Namespace).Create(ctx, cm, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+	if err != nil {
+		return fmt.Errorf("trying a ConfigMap create there (dry run): %w", err)
+	}
+	return nil
 }
 
 func (r *Recorder) record(o Op) {

@@ -6,8 +6,14 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	authorizationv1 "k8s.io/api/authorization/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/kubeproof/kubeproof/impl/cluster/clustertest"
 )
@@ -102,5 +108,110 @@ func TestCheckLinearizabilityCleansGivenNamespace(t *testing.T) {
 	}
 	if _, err := cs.CoreV1().Namespaces().Get(t.Context(), "default", metav1.GetOptions{}); err != nil {
 		t.Errorf("the given namespace: %v", err)
+	}
+}
+
+// TestCheckLinearizabilityNamespacedUser: a CI job's credentials are often
+// allowed ConfigMaps in one namespace and nothing at the cluster scope. With
+// --namespace naming that namespace the check runs; before, it stopped at
+// once on the forbidden namespace create ("creating namespace ci: namespaces
+// is forbidden"). A namespace that does not exist is still an error, not a
+// run whose every write fails.
+func TestCheckLinearizabilityNamespacedUser(t *testing.T) {
+	c, cs := clustertest.Start(t, clustertest.Options{})
+	ctx := t.Context()
+	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "ci"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cs.RbacV1().Roles("ci").Create(ctx, &rbacv1.Role{
+		ObjectMeta: metav1.ObjectMeta{Name: "configmaps"},
+		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"*"}}},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cs.RbacV1().RoleBindings("ci").Create(ctx, &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "ci"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "configmaps"},
+		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: "User", Name: "ci"}},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	run := func(kubeconfig, namespace string) (string, error) {
+		cmd := newCheckCommand()
+		cmd.SilenceUsage = true
+		var out bytes.Buffer
+		cmd.SetOut(&out)
+		cmd.SetErr(&out)
+		cmd.SetArgs([]string{"linearizability", "--kubeconfig", kubeconfig, "--duration", "1s", "--clients", "2", "--namespace", namespace, "--report", t.TempDir()})
+		err := cmd.Execute()
+		return out.String(), err
+	}
+	waitAllowed(t, cs, "ci", "ci")
+	kubeconfig := impersonatingKubeconfig(t, c.AdminKubeconfig, "ci")
+	if out, err := run(kubeconfig, "ci"); err != nil || !strings.Contains(out, "result=PASS") {
+		t.Errorf("--namespace ci as a user allowed ConfigMaps there only: %v\n%s", err, out)
+	}
+
+	// The same ConfigMap rights everywhere, so that only the namespace's
+	// absence fails the run in "missing".
+	if _, err := cs.RbacV1().ClusterRoles().Create(ctx, &rbacv1.ClusterRole{
+		ObjectMeta: metav1.ObjectMeta{Name: "ci-configmaps"},
+		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"*"}}},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cs.RbacV1().ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "ci-configmaps"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "ci-configmaps"},
+		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: "User", Name: "ci"}},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitAllowed(t, cs, "ci", "missing")
+	out, err := run(kubeconfig, "missing")
+	if err == nil || !strings.Contains(err.Error(), `namespaces "missing" not found`) {
+		t.Errorf("--namespace missing: error %v, want the namespace's 404\n%s", err, out)
+	}
+}
+
+// impersonatingKubeconfig writes a copy of the kubeconfig at path whose
+// users impersonate user.
+func impersonatingKubeconfig(t *testing.T, path, user string) string {
+	t.Helper()
+	cfg, err := clientcmd.LoadFromFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, auth := range cfg.AuthInfos {
+		auth.Impersonate = user
+	}
+	out := filepath.Join(t.TempDir(), user+".kubeconfig")
+	if err := clientcmd.WriteToFile(*cfg, out); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// waitAllowed waits until the authorizer lets user create ConfigMaps in
+// namespace (RBAC objects take effect once its informers have them).
+func waitAllowed(t *testing.T, cs kubernetes.Interface, user, namespace string) {
+	t.Helper()
+	review := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+		User:               user,
+		ResourceAttributes: &authorizationv1.ResourceAttributes{Namespace: namespace, Verb: "create", Resource: "configmaps"},
+	}}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		got, err := cs.AuthorizationV1().SubjectAccessReviews().Create(t.Context(), review, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Status.Allowed {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s is still not allowed to create ConfigMaps in %s: %s", user, namespace, got.Status.Reason)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
