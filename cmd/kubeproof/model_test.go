@@ -65,3 +65,52 @@ func TestModelCheckMutantFlagHelp(t *testing.T) {
 	}
 	t.Fatalf("no --mutant line:\n%s", out)
 }
+
+// TestModelCheckRefusesBadNumbers: --workers 0 is GOMAXPROCS and a
+// positive number that many workers; a negative one was taken as 0.
+// --max-states 0 is no limit; a negative one was taken as none. A
+// --progress-interval of 0 or less was taken as 5 s.
+func TestModelCheckRefusesBadNumbers(t *testing.T) {
+	for _, args := range [][]string{{"--workers", "-1"}, {"--max-states", "-5"}, {"--progress-interval", "0s"}, {"--progress-interval", "-1s"}} {
+		out, err := runModel(t, append([]string{"check", "--config", "Small", "--quiet"}, args...)...)
+		if err == nil || !strings.Contains(err.Error(), args[0]) || strings.Contains(out, "checking Small") {
+			t.Errorf("%v: err %v, want a usage error naming %s before any check\n%s", args, err, args[0], out)
+		}
+	}
+	if out, err := runModel(t, "check", "--config", "Small", "--quiet", "--workers", "1"); err != nil {
+		t.Errorf("--workers 1: %v\n%s", err, out)
+	}
+}
+
+// TestModelCheckMutantWithoutSymmetry: symmetry reduction is sound for the
+// specification's actions only (model/encode.go: a broken action may break
+// the symmetry), so a mutant runs without it unless asked, and asking for
+// both is refused.
+func TestModelCheckMutantWithoutSymmetry(t *testing.T) {
+	out, err := runModel(t, "check", "--config", "Small", "--quiet", "--mutant", "SchedulerIgnoresCapacity")
+	if err == nil || !strings.Contains(out, "checking Small (symmetry false)") || !strings.Contains(out, "VIOLATED SCHED-2") {
+		t.Errorf("--mutant alone: %v\n%s", err, out)
+	}
+	out, err = runModel(t, "check", "--config", "Small", "--quiet", "--symmetry", "--mutant", "SchedulerIgnoresCapacity")
+	if err == nil || !strings.Contains(err.Error(), "--symmetry") || strings.Contains(out, "checking Small") {
+		t.Errorf("--symmetry with --mutant: err %v, want a usage error before any check\n%s", err, out)
+	}
+}
+
+// TestModelCheckMutantNotCaughtWarns: the search is exhaustive, so a
+// mutant that no configuration state shows cannot be shown by that
+// configuration at all (Small has no evictions: MaxEvictions = 0). The run
+// said "ok" like a correct model; it now says so plainly.
+func TestModelCheckMutantNotCaughtWarns(t *testing.T) {
+	out, err := runModel(t, "check", "--config", "Small", "--quiet", "--mutant", "KubeletFailsPodBeforeStop")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if !strings.Contains(out, "mutant KubeletFailsPodBeforeStop was not caught in configuration Small") ||
+		!strings.Contains(out, "cannot show it") || !strings.Contains(out, "KUBELET-8") {
+		t.Errorf("no warning that Small cannot show the mutant:\n%s", out)
+	}
+	if out, err := runModel(t, "check", "--config", "Small", "--quiet"); err != nil || strings.Contains(out, "not caught") {
+		t.Errorf("the specification itself: %v\n%s", err, out)
+	}
+}
