@@ -22,6 +22,7 @@ import (
 	"github.com/kubeproof/kubeproof/impl/apiserver/audit"
 	"github.com/kubeproof/kubeproof/impl/cluster"
 	"github.com/kubeproof/kubeproof/impl/pki"
+	"github.com/kubeproof/kubeproof/impl/storage/compact"
 )
 
 // newAPIServerCommand is `kubeproof apiserver`: the API server alone on an
@@ -81,7 +82,7 @@ func newAPIServerCommand() *cobra.Command {
 			}
 			srv, factory, err := cluster.NewAPIServer(cluster.APIServerConfig{
 				EtcdClient: etcdClient, EtcdPrefix: etcdPrefixFlag(etcdPrefix), WatchCache: watchCache,
-				CompactionInterval: compaction, EventTTL: eventTTLFlag(eventTTL), ServingCert: &serving, ClientCA: clientCA,
+				CompactionInterval: compactionFlag(compaction), EventTTL: eventTTLFlag(eventTTL), ServingCert: &serving, ClientCA: clientCA,
 				EtcdCountMetricPollPeriod: countPollFlag(countPoll), Auth: authOpts,
 				Services: services,
 				Listener: ln,
@@ -111,7 +112,7 @@ func newAPIServerCommand() *cobra.Command {
 	fs.StringVar(&clientCAFile, "client-ca-file", "", "Client certificates signed by this CA are authenticated (CN = user, O = groups).")
 	fs.StringVar(&certDir, "cert-dir", "apiserver.local.config/certificates", "Where a CA and serving certificate are generated when --tls-cert-file is not given.")
 	fs.BoolVar(&watchCache, "watch-cache", true, "Enable the watch cache.")
-	fs.DurationVar(&compaction, "etcd-compaction-interval", 5*time.Minute, "The interval of compaction requests; 0 disables.")
+	addCompactionFlag(fs, &compaction)
 	addEventTTLFlag(fs, &eventTTL)
 	addCountPollFlag(fs, &countPoll)
 	enable, disable := cluster.UpAdmissionPlugins()
@@ -171,6 +172,21 @@ func eventTTLFlag(ttl time.Duration) time.Duration {
 		return -1
 	}
 	return ttl
+}
+
+// addCompactionFlag adds kube-apiserver's --etcd-compaction-interval.
+func addCompactionFlag(fs *pflag.FlagSet, p *time.Duration) {
+	fs.DurationVar(p, "etcd-compaction-interval", compact.DefaultInterval, "The interval of compaction requests; 0 disables.")
+}
+
+// compactionFlag is cluster's CompactionInterval for
+// --etcd-compaction-interval's value (whose 0, as kube-apiserver's,
+// disables compaction; a negative one does too).
+func compactionFlag(p time.Duration) time.Duration {
+	if p <= 0 {
+		return -1
+	}
+	return p
 }
 
 // addCountPollFlag adds kube-apiserver's --etcd-count-metric-poll-period.

@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
 	"github.com/kubeproof/kubeproof/impl/cluster"
@@ -85,6 +86,36 @@ func TestCountPollFlag(t *testing.T) {
 		}
 		if got := countPollFlag(p); got != tc.want {
 			t.Errorf("%v: cluster EtcdCountMetricPollPeriod %s, want %s", tc.args, got, tc.want)
+		}
+	}
+}
+
+// --etcd-compaction-interval (of `kubeproof apiserver` and `kubeproof up`):
+// kube-apiserver's default of five minutes; 0 disables compaction, which
+// cluster's configuration says with a negative interval (its 0 is the
+// default). Before, both commands passed 0 on as it was, so "0 disables"
+// compacted every five minutes, and `up` documented a negative value instead.
+func TestCompactionIntervalFlag(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want time.Duration
+	}{
+		{nil, 5 * time.Minute},
+		{[]string{"--etcd-compaction-interval=1m"}, time.Minute},
+		{[]string{"--etcd-compaction-interval=0"}, -1},
+		{[]string{"--etcd-compaction-interval=-1s"}, -1},
+	} {
+		for _, cmd := range []*cobra.Command{newAPIServerCommand(), newUpCommand()} {
+			if err := cmd.ParseFlags(tc.args); err != nil {
+				t.Fatalf("%s %v: %v", cmd.Name(), tc.args, err)
+			}
+			p, err := cmd.Flags().GetDuration("etcd-compaction-interval")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := compactionFlag(p); got != tc.want {
+				t.Errorf("%s %v: cluster CompactionInterval %s, want %s", cmd.Name(), tc.args, got, tc.want)
+			}
 		}
 	}
 }

@@ -122,7 +122,7 @@ Fail and recover simulated nodes with 'kubeproof node fail|recover NODE' (same -
 				BindAddress:                net.JoinHostPort(bindAddress, strconv.Itoa(port)),
 				EtcdServers:                etcdServers,
 				WatchCache:                 watchCache,
-				CompactionInterval:         compaction,
+				CompactionInterval:         compactionFlag(compaction),
 				EventTTL:                   eventTTLFlag(eventTTL),
 				EtcdCountMetricPollPeriod:  countPollFlag(countPoll),
 				ControllerManager:          !noCM,
@@ -189,7 +189,7 @@ Fail and recover simulated nodes with 'kubeproof node fail|recover NODE' (same -
 	addServiceFlags(fs, &services)
 	fs.StringSliceVar(&etcdServers, "etcd-servers", nil, "External etcd endpoints; empty runs an embedded etcd in --data-dir.")
 	fs.BoolVar(&watchCache, "watch-cache", def.WatchCache, "Serve watches and resourceVersion=0 lists from an in-memory watch cache.")
-	fs.DurationVar(&compaction, "etcd-compaction-interval", def.CompactionInterval, "How often etcd history is compacted; negative disables.")
+	addCompactionFlag(fs, &compaction)
 	addEventTTLFlag(fs, &eventTTL)
 	addCountPollFlag(fs, &countPoll)
 	fs.IntVar(&nodes, "nodes", def.Nodes, "Simulated nodes (kubelets with the sim runtime) to run in-process.")
