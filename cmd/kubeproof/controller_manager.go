@@ -32,6 +32,10 @@ func newControllerManagerCommand() *cobra.Command {
 		burst      int
 		logOpts    logOptions
 		secure     = secureserving.NewOptions(10257, "kube-controller-manager")
+		// Node IPAM's flags, which kubeadm passes: accepted, and
+		// --allocate-node-cidrs warned about (no node-ipam-controller).
+		allocateNodeCIDRs                          bool
+		clusterCIDR, clusterName, serviceClusterIP string
 	)
 	cmd := &cobra.Command{
 		Use:   "controller-manager --kubeconfig FILE",
@@ -45,6 +49,9 @@ func newControllerManagerCommand() *cobra.Command {
 			controllers, unimplemented, errs := controllermanager.NormalizeControllers(cfg.Controllers)
 			if err := utilerrors.NewAggregate(errs); err != nil {
 				return err
+			}
+			if allocateNodeCIDRs {
+				logger.Warn("--allocate-node-cidrs: kubeproof has no node-ipam-controller, nodes get no spec.podCIDRs from --cluster-cidr", "clusterCIDR", clusterCIDR)
 			}
 			if len(unimplemented) > 0 {
 				logger.Warn("--controllers names controllers kube-controller-manager runs and kubeproof does not have; starting the others", "controllers", unimplemented)
@@ -140,6 +147,10 @@ func newControllerManagerCommand() *cobra.Command {
 	f.Float32Var(&cfg.UnhealthyZoneThreshold, "unhealthy-zone-threshold", cfg.UnhealthyZoneThreshold, "fraction of not-Ready nodes (at least 3) that makes a zone unhealthy")
 	f.Int32Var(&cfg.LargeClusterSizeThreshold, "large-cluster-size-threshold", cfg.LargeClusterSizeThreshold, "zones larger than this keep evicting at the secondary rate when unhealthy")
 	f.DurationVar(&cfg.ResyncPeriod, "min-resync-period", 0, "informer resync period (0: none)")
+	f.BoolVar(&allocateNodeCIDRs, "allocate-node-cidrs", false, "kube-controller-manager's node IPAM switch; accepted, but kubeproof has no node-ipam-controller (a warning when true)")
+	f.StringVar(&clusterCIDR, "cluster-cidr", "", "CIDR range of pods, for node IPAM (accepted, unused: no node-ipam-controller)")
+	f.StringVar(&clusterName, "cluster-name", "kubernetes", "instance prefix of the cluster, for cloud providers (accepted, unused)")
+	f.StringVar(&serviceClusterIP, "service-cluster-ip-range", "", "CIDR range of services, for node IPAM (accepted, unused: no node-ipam-controller)")
 	secure.AddFlags(f)
 	f.StringVar(&cfg.MetricsAddr, "metrics-bind-address", "", "kubeproof only (kube-controller-manager has no such flag): also serve /metrics and /healthz over plain HTTP, unauthenticated, at this address; empty: not")
 	f.Float32Var(&qps, "kube-api-qps", 50, "API client queries per second")

@@ -214,3 +214,62 @@ func TestSecureServingFlagDefaults(t *testing.T) {
 		}
 	}
 }
+
+// TestKubeadmManifestFlagsAccepted: the command lines of kubeadm 1.37's
+// static pod manifests for kube-controller-manager and kube-scheduler
+// (cmd/kubeadm/app/phases/controlplane/manifests.go
+// getControllerManagerCommand, getSchedulerCommand, with a pod subnet)
+// parse, with the review cache TTLs and front-proxy header flags at
+// upstream's defaults.
+func TestKubeadmManifestFlagsAccepted(t *testing.T) {
+	cm := []string{
+		"--allocate-node-cidrs=true",
+		"--authentication-kubeconfig=/etc/kubernetes/controller-manager.conf",
+		"--authorization-kubeconfig=/etc/kubernetes/controller-manager.conf",
+		"--bind-address=127.0.0.1",
+		"--client-ca-file=/etc/kubernetes/pki/ca.crt",
+		"--cluster-cidr=10.244.0.0/16",
+		"--cluster-name=kubernetes",
+		"--cluster-signing-cert-file=/etc/kubernetes/pki/ca.crt",
+		"--cluster-signing-key-file=/etc/kubernetes/pki/ca.key",
+		"--controllers=*,bootstrapsigner,tokencleaner",
+		"--kubeconfig=/etc/kubernetes/controller-manager.conf",
+		"--leader-elect=true",
+		"--requestheader-client-ca-file=/etc/kubernetes/pki/front-proxy-ca.crt",
+		"--root-ca-file=/etc/kubernetes/pki/ca.crt",
+		"--service-account-private-key-file=/etc/kubernetes/pki/sa.key",
+		"--service-cluster-ip-range=10.96.0.0/12",
+		"--use-service-account-credentials=true",
+	}
+	sched := []string{
+		"--authentication-kubeconfig=/etc/kubernetes/scheduler.conf",
+		"--authorization-kubeconfig=/etc/kubernetes/scheduler.conf",
+		"--bind-address=127.0.0.1",
+		"--kubeconfig=/etc/kubernetes/scheduler.conf",
+		"--leader-elect=true",
+	}
+	for name, tc := range map[string]struct {
+		args []string
+		cmd  func() *cobra.Command
+	}{"controller-manager": {cm, newControllerManagerCommand}, "scheduler": {sched, newSchedulerCommand}} {
+		f := tc.cmd().Flags()
+		if err := f.Parse(tc.args); err != nil {
+			t.Errorf("%s: %v", name, err)
+			continue
+		}
+		for flag, want := range map[string]string{
+			"authentication-token-webhook-cache-ttl":       "10s",
+			"authorization-webhook-cache-authorized-ttl":   "10s",
+			"authorization-webhook-cache-unauthorized-ttl": "10s",
+			"requestheader-username-headers":               "[x-remote-user]",
+			"requestheader-group-headers":                  "[x-remote-group]",
+			"requestheader-extra-headers-prefix":           "[x-remote-extra-]",
+			"requestheader-uid-headers":                    "[]",
+			"requestheader-allowed-names":                  "[]",
+		} {
+			if got := f.Lookup(flag); got == nil || got.DefValue != want {
+				t.Errorf("%s --%s: %v, want default %q", name, flag, got, want)
+			}
+		}
+	}
+}

@@ -2,6 +2,7 @@ package secureserving
 
 import (
 	"context"
+	"crypto/sha256"
 	"crypto/x509"
 	"encoding/json"
 	"errors"
@@ -14,6 +15,7 @@ import (
 	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/cache"
 )
 
 // user is who a request is from.
@@ -39,49 +41,111 @@ type accessReviewer interface {
 // reviewTimeout bounds each review request.
 const reviewTimeout = 10 * time.Second
 
-// authenticator finds a request's user: its client certificate when a
-// client CA verifies it, else its bearer token when a reviewer accepts it,
-// else anonymous. A certificate or token that is refused is an error (401).
+// authenticator finds a request's user, as the delegating authenticator of
+// kube-scheduler and kube-controller-manager: a front proxy's headers when
+// its client certificate is verified, else the client certificate when a
+// client CA verifies it, else the bearer token when a reviewer accepts it.
+// The first that succeeds decides; when none does, any refusal (a
+// certificate not verified, a token refused) is an error (401), and a
+// request without credentials is anonymous.
 type authenticator struct {
-	clientCAs *x509.CertPool
-	tokens    tokenReviewer
+	requestHeader *requestHeaderAuthenticator
+	clientCAs     *x509.CertPool
+	tokens        tokenReviewer
+	// tokenCache (nil: none) keeps reviews' answers by token hash for
+	// tokenTTL, authenticated or not; a review that failed is not kept.
+	tokenCache *cache.LRUExpireCache
+	tokenTTL   time.Duration
 }
 
 func (a *authenticator) authenticate(r *http.Request) (user, error) {
+	var errs []error
+	if a.requestHeader != nil {
+		u, ok, err := a.requestHeader.authenticate(r)
+		if ok {
+			return authenticated(u), nil
+		}
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
 	if a.clientCAs != nil && r.TLS != nil && len(r.TLS.PeerCertificates) > 0 {
-		certs := r.TLS.PeerCertificates
-		intermediates := x509.NewCertPool()
-		for _, c := range certs[1:] {
-			intermediates.AddCert(c)
+		cert, err := verifyClientCertificate(r.TLS.PeerCertificates, a.clientCAs)
+		if err == nil {
+			return authenticated(user{name: cert.Subject.CommonName, groups: slices.Clone(cert.Subject.Organization)}), nil
 		}
-		if _, err := certs[0].Verify(x509.VerifyOptions{Roots: a.clientCAs, Intermediates: intermediates, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}); err != nil {
-			return user{}, fmt.Errorf("verifying the client certificate: %w", err)
-		}
-		return authenticated(user{name: certs[0].Subject.CommonName, groups: slices.Clone(certs[0].Subject.Organization)}), nil
+		errs = append(errs, err)
 	}
 	if a.tokens != nil {
 		if token, ok := bearerToken(r); ok {
-			ctx, cancel := context.WithTimeout(r.Context(), reviewTimeout)
-			defer cancel()
-			review, err := a.tokens.Create(ctx, &authenticationv1.TokenReview{Spec: authenticationv1.TokenReviewSpec{Token: token}}, metav1.CreateOptions{})
-			if err != nil {
-				return user{}, fmt.Errorf("reviewing the bearer token: %w", err)
+			u, err := a.reviewToken(r.Context(), token)
+			if err == nil {
+				return authenticated(u), nil
 			}
-			if !review.Status.Authenticated {
-				if review.Status.Error != "" {
-					return user{}, errors.New(review.Status.Error)
-				}
-				return user{}, errors.New("invalid bearer token")
-			}
-			u := review.Status.User
-			extra := map[string]authorizationv1.ExtraValue{}
-			for k, v := range u.Extra {
-				extra[k] = authorizationv1.ExtraValue(v)
-			}
-			return authenticated(user{name: u.Username, uid: u.UID, groups: slices.Clone(u.Groups), extra: extra}), nil
+			errs = append(errs, err)
 		}
 	}
+	if len(errs) > 0 {
+		return user{}, errors.Join(errs...)
+	}
 	return anonymous, nil
+}
+
+// verifyClientCertificate is the leaf of a client certificate chain roots
+// verify for client authentication.
+func verifyClientCertificate(chain []*x509.Certificate, roots *x509.CertPool) (*x509.Certificate, error) {
+	intermediates := x509.NewCertPool()
+	for _, c := range chain[1:] {
+		intermediates.AddCert(c)
+	}
+	if _, err := chain[0].Verify(x509.VerifyOptions{Roots: roots, Intermediates: intermediates, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}); err != nil {
+		return nil, fmt.Errorf("verifying the client certificate: %w", err)
+	}
+	return chain[0], nil
+}
+
+// tokenAnswer is a TokenReview's answer as cached: the user, or why not.
+type tokenAnswer struct {
+	user user
+	err  error
+}
+
+// reviewToken is the user a TokenReview says token is, from the cache when
+// an answer for it is younger than the TTL.
+func (a *authenticator) reviewToken(ctx context.Context, token string) (user, error) {
+	key := sha256.Sum256([]byte(token))
+	if a.tokenCache != nil {
+		if v, ok := a.tokenCache.Get(key); ok {
+			ans := v.(tokenAnswer)
+			return ans.user, ans.err
+		}
+	}
+	ctx, cancel := context.WithTimeout(ctx, reviewTimeout)
+	defer cancel()
+	review, err := a.tokens.Create(ctx, &authenticationv1.TokenReview{Spec: authenticationv1.TokenReviewSpec{Token: token}}, metav1.CreateOptions{})
+	if err != nil {
+		// Not cached: the next request asks again.
+		return user{}, fmt.Errorf("reviewing the bearer token: %w", err)
+	}
+	if !review.Status.Authenticated && review.Status.Error != "" {
+		// An error the reviewer reports is not cached either.
+		return user{}, errors.New(review.Status.Error)
+	}
+	var ans tokenAnswer
+	if review.Status.Authenticated {
+		u := review.Status.User
+		extra := map[string]authorizationv1.ExtraValue{}
+		for k, v := range u.Extra {
+			extra[k] = authorizationv1.ExtraValue(v)
+		}
+		ans.user = user{name: u.Username, uid: u.UID, groups: slices.Clone(u.Groups), extra: extra}
+	} else {
+		ans.err = errors.New("invalid bearer token")
+	}
+	if a.tokenCache != nil && a.tokenTTL > 0 {
+		a.tokenCache.Add(key, ans, a.tokenTTL)
+	}
+	return ans.user, ans.err
 }
 
 // authenticated adds system:authenticated to an authenticated user's
@@ -105,11 +169,22 @@ func bearerToken(r *http.Request) (string, bool) {
 // authorizer decides whether user may do verb on a path (every request to
 // these servers is a non-resource request): an always-allowed path or
 // group is allowed, else a reviewer's SubjectAccessReview decides, else
-// denied. The reason is the review's.
+// denied. The reason is the review's. Answers are cached by the review's
+// spec (nil cache: none), allowed ones for authorizedTTL, others for
+// unauthorizedTTL; a review that could not be made is not.
 type authorizer struct {
 	alwaysAllowPaths  []string
 	alwaysAllowGroups []string
 	reviews           accessReviewer
+	cache             *cache.LRUExpireCache
+	authorizedTTL     time.Duration
+	unauthorizedTTL   time.Duration
+}
+
+// accessAnswer is a SubjectAccessReview's answer as cached.
+type accessAnswer struct {
+	allowed bool
+	reason  string
 }
 
 func (a *authorizer) authorize(ctx context.Context, u user, verb, path string) (allowed bool, reason string, err error) {
@@ -126,20 +201,40 @@ func (a *authorizer) authorize(ctx context.Context, u user, verb, path string) (
 	if a.reviews == nil {
 		return false, "", nil
 	}
-	ctx, cancel := context.WithTimeout(ctx, reviewTimeout)
-	defer cancel()
-	review, err := a.reviews.Create(ctx, &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+	spec := authorizationv1.SubjectAccessReviewSpec{
 		User: u.name, UID: u.uid, Groups: u.groups, Extra: u.extra,
 		NonResourceAttributes: &authorizationv1.NonResourceAttributes{Path: path, Verb: verb},
-	}}, metav1.CreateOptions{})
+	}
+	key, err := json.Marshal(spec)
+	if err != nil {
+		return false, "", fmt.Errorf("encoding the access review: %w", err)
+	}
+	if a.cache != nil {
+		if v, ok := a.cache.Get(string(key)); ok {
+			ans := v.(accessAnswer)
+			return ans.allowed, ans.reason, nil
+		}
+	}
+	ctx, cancel := context.WithTimeout(ctx, reviewTimeout)
+	defer cancel()
+	review, err := a.reviews.Create(ctx, &authorizationv1.SubjectAccessReview{Spec: spec}, metav1.CreateOptions{})
 	if err != nil {
 		return false, "", fmt.Errorf("reviewing access: %w", err)
 	}
-	reason = review.Status.Reason
-	if review.Status.EvaluationError != "" && reason == "" {
-		reason = review.Status.EvaluationError
+	ans := accessAnswer{allowed: review.Status.Allowed && !review.Status.Denied, reason: review.Status.Reason}
+	if review.Status.EvaluationError != "" && ans.reason == "" {
+		ans.reason = review.Status.EvaluationError
 	}
-	return review.Status.Allowed && !review.Status.Denied, reason, nil
+	if a.cache != nil {
+		ttl := a.unauthorizedTTL
+		if ans.allowed {
+			ttl = a.authorizedTTL
+		}
+		if ttl > 0 {
+			a.cache.Add(string(key), ans, ttl)
+		}
+	}
+	return ans.allowed, ans.reason, nil
 }
 
 // filter authenticates and authorizes every request before next serves

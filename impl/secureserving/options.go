@@ -3,18 +3,27 @@
 // kube-controller-manager's: --secure-port and --bind-address, a
 // certificate from --tls-cert-file/--tls-private-key-file or generated
 // self-signed (in memory, or under --cert-dir), and every request
-// authenticated (client certificate against --client-ca-file, bearer token
-// by a TokenReview to the API server --authentication-kubeconfig names,
-// else anonymous) and authorized (--authorization-always-allow-paths, the
-// system:masters group, else a SubjectAccessReview to the API server
-// --authorization-kubeconfig names) before the component's handler sees it.
+// authenticated (a front proxy's headers when --requestheader-client-ca-file
+// verifies its client certificate, a client certificate against
+// --client-ca-file, a bearer token by a TokenReview to the API server
+// --authentication-kubeconfig names, else anonymous; the CAs and header
+// names the flags leave out looked up in
+// kube-system/extension-apiserver-authentication) and authorized
+// (--authorization-always-allow-paths, the system:masters group, else a
+// SubjectAccessReview to the API server --authorization-kubeconfig names)
+// before the component's handler sees it. Both reviews' answers are cached
+// for upstream's 10 s (--authentication-token-webhook-cache-ttl,
+// --authorization-webhook-cache-authorized-ttl and -unauthorized-ttl).
 package secureserving
 
 import (
 	"errors"
 	"fmt"
 	"net"
+	"slices"
 	"strconv"
+	"strings"
+	"time"
 
 	"github.com/spf13/pflag"
 )
@@ -49,6 +58,11 @@ type Options struct {
 	// AuthenticationTolerateLookupFailure: a failed lookup is a warning,
 	// not an error.
 	AuthenticationTolerateLookupFailure bool
+	// TokenCacheTTL is how long a TokenReview's answer (authenticated or
+	// not) is reused for the same token; 0: not cached.
+	TokenCacheTTL time.Duration
+	// RequestHeader is front-proxy authentication.
+	RequestHeader RequestHeaderOptions
 
 	// AuthorizationKubeconfig names the API server that answers
 	// SubjectAccessReviews; empty: what the always-allowed paths and
@@ -59,6 +73,29 @@ type Options struct {
 	AlwaysAllowPaths []string
 	// AlwaysAllowGroups are allowed everything.
 	AlwaysAllowGroups []string
+	// AuthorizedTTL and UnauthorizedTTL are how long a
+	// SubjectAccessReview's allowed and not-allowed answers are reused for
+	// the same request attributes; 0: not cached.
+	AuthorizedTTL, UnauthorizedTTL time.Duration
+}
+
+// RequestHeaderOptions are front-proxy authentication: a request whose
+// client certificate ClientCAFile verifies (and whose CommonName is one of
+// AllowedNames, when any) is from the user its headers name.
+type RequestHeaderOptions struct {
+	ClientCAFile string
+	AllowedNames []string
+	// UsernameHeaders, UIDHeaders and GroupHeaders are read in order (the
+	// first non-empty username and UID; every group);
+	// ExtraHeaderPrefixes start headers whose rest (lower-cased,
+	// %-unescaped) is a user.Extra key.
+	UsernameHeaders, UIDHeaders, GroupHeaders, ExtraHeaderPrefixes []string
+}
+
+// enabled is whether request headers are trusted at all: a CA and a
+// username header.
+func (o RequestHeaderOptions) enabled() bool {
+	return o.ClientCAFile != "" && slices.ContainsFunc(o.UsernameHeaders, func(h string) bool { return strings.TrimSpace(h) != "" })
 }
 
 // NewOptions are kube-scheduler's (port 10259, pair name kube-scheduler)
@@ -70,6 +107,14 @@ func NewOptions(port int, pairName string) *Options {
 		PairName:          pairName,
 		AlwaysAllowPaths:  []string{"/healthz", "/readyz", "/livez"},
 		AlwaysAllowGroups: []string{"system:masters"},
+		TokenCacheTTL:     10 * time.Second,
+		AuthorizedTTL:     10 * time.Second,
+		UnauthorizedTTL:   10 * time.Second,
+		RequestHeader: RequestHeaderOptions{
+			UsernameHeaders:     []string{"x-remote-user"},
+			GroupHeaders:        []string{"x-remote-group"},
+			ExtraHeaderPrefixes: []string{"x-remote-extra-"},
+		},
 	}
 }
 
@@ -86,6 +131,16 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.AuthenticationTolerateLookupFailure, "authentication-tolerate-lookup-failure", o.AuthenticationTolerateLookupFailure, "start even when that lookup fails (without a client CA)")
 	fs.StringVar(&o.AuthorizationKubeconfig, "authorization-kubeconfig", o.AuthorizationKubeconfig, "kubeconfig of the API server that authorizes requests (subjectaccessreviews create); empty: only the always-allowed paths and the system:masters group are allowed")
 	fs.StringSliceVar(&o.AlwaysAllowPaths, "authorization-always-allow-paths", o.AlwaysAllowPaths, "paths served without authorization ('/p/*' a prefix)")
+	fs.DurationVar(&o.TokenCacheTTL, "authentication-token-webhook-cache-ttl", o.TokenCacheTTL, "how long a TokenReview's answer is reused for the same token")
+	fs.DurationVar(&o.AuthorizedTTL, "authorization-webhook-cache-authorized-ttl", o.AuthorizedTTL, "how long an allowing SubjectAccessReview's answer is reused")
+	fs.DurationVar(&o.UnauthorizedTTL, "authorization-webhook-cache-unauthorized-ttl", o.UnauthorizedTTL, "how long a not-allowing SubjectAccessReview's answer is reused")
+	rh := &o.RequestHeader
+	fs.StringVar(&rh.ClientCAFile, "requestheader-client-ca-file", rh.ClientCAFile, "PEM CA bundle verifying the client certificates of front proxies, whose requests are from the user --requestheader-username-headers name (empty: looked up in kube-system/extension-apiserver-authentication, with the header flags)")
+	fs.StringSliceVar(&rh.AllowedNames, "requestheader-allowed-names", rh.AllowedNames, "front-proxy client certificate CommonNames allowed (empty: any --requestheader-client-ca-file verifies)")
+	fs.StringSliceVar(&rh.UsernameHeaders, "requestheader-username-headers", rh.UsernameHeaders, "request headers naming the user, first non-empty wins")
+	fs.StringSliceVar(&rh.UIDHeaders, "requestheader-uid-headers", rh.UIDHeaders, "request headers giving the user's UID, first non-empty wins")
+	fs.StringSliceVar(&rh.GroupHeaders, "requestheader-group-headers", rh.GroupHeaders, "request headers naming the user's groups, all of them")
+	fs.StringSliceVar(&rh.ExtraHeaderPrefixes, "requestheader-extra-headers-prefix", rh.ExtraHeaderPrefixes, "request header prefixes of the user's extra attributes")
 }
 
 // Validate refuses options no server can be built from.

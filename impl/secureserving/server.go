@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -14,6 +15,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/cache"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
@@ -44,36 +46,45 @@ func New(ctx context.Context, o *Options, log *slog.Logger) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	authn := &authenticator{}
+	t, err := loadTrust(o)
+	if err != nil {
+		return nil, err
+	}
+	authn := &authenticator{tokenTTL: o.TokenCacheTTL}
+	if o.TokenCacheTTL > 0 {
+		authn.tokenCache = cache.NewLRUExpireCache(tokenCacheSize)
+	}
 	if o.AuthenticationKubeconfig != "" {
 		c, err := clientFor(o.AuthenticationKubeconfig, "--authentication-kubeconfig")
 		if err != nil {
 			return nil, err
 		}
 		authn.tokens = c.AuthenticationV1().TokenReviews()
-		if o.ClientCAFile == "" && !o.AuthenticationSkipLookup {
-			if authn.clientCAs, err = lookupClientCA(ctx, c); err != nil {
+		if !o.AuthenticationSkipLookup {
+			if err := t.lookup(ctx, c, log); err != nil {
 				if !o.AuthenticationTolerateLookupFailure {
-					return nil, fmt.Errorf("looking up the client CA in kube-system/extension-apiserver-authentication: %w", err)
+					return nil, fmt.Errorf("looking up the client CAs in kube-system/extension-apiserver-authentication (--authentication-skip-lookup or --authentication-tolerate-lookup-failure to start without): %w", err)
 				}
-				log.Warn("no client CA: looking it up failed", "err", err)
+				log.Warn("looking up the client CAs failed, starting without those not given by flags", "err", err)
 			}
 		}
 	} else {
 		log.Warn("no --authentication-kubeconfig: bearer tokens are not reviewed, requests without a client certificate are anonymous")
 	}
-	if o.ClientCAFile != "" {
-		pemBytes, err := os.ReadFile(o.ClientCAFile)
-		if err != nil {
-			return nil, fmt.Errorf("reading --client-ca-file: %w", err)
-		}
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(pemBytes) {
-			return nil, fmt.Errorf("reading --client-ca-file %s: no PEM certificate", o.ClientCAFile)
-		}
-		authn.clientCAs = pool
+	if authn.clientCAs, err = certPool(t.clientCA, t.clientCAFrom); err != nil {
+		return nil, err
 	}
-	authz := &authorizer{alwaysAllowPaths: o.AlwaysAllowPaths, alwaysAllowGroups: o.AlwaysAllowGroups}
+	if t.requestHeader.enabled() {
+		roots, err := certPool(t.requestHeaderCA, t.requestHeaderCAFrom)
+		if err != nil {
+			return nil, err
+		}
+		authn.requestHeader = newRequestHeaderAuthenticator(roots, t.requestHeader)
+	}
+	authz := &authorizer{alwaysAllowPaths: o.AlwaysAllowPaths, alwaysAllowGroups: o.AlwaysAllowGroups, authorizedTTL: o.AuthorizedTTL, unauthorizedTTL: o.UnauthorizedTTL}
+	if o.AuthorizedTTL > 0 || o.UnauthorizedTTL > 0 {
+		authz.cache = cache.NewLRUExpireCache(accessCacheSize)
+	}
 	if o.AuthorizationKubeconfig != "" {
 		c, err := clientFor(o.AuthorizationKubeconfig, "--authorization-kubeconfig")
 		if err != nil {
@@ -84,7 +95,7 @@ func New(ctx context.Context, o *Options, log *slog.Logger) (*Server, error) {
 		log.Warn("no --authorization-kubeconfig: only the always-allowed paths and groups are authorized")
 	}
 	tlsConfig := &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12, NextProtos: []string{"h2", "http/1.1"}}
-	if authn.clientCAs != nil {
+	if authn.clientCAs != nil || authn.requestHeader != nil {
 		// Verified by the authenticator, so that a bad certificate is a
 		// 401 rather than a failed handshake (as upstream).
 		tlsConfig.ClientAuth = tls.RequestClientCert
@@ -181,26 +192,112 @@ func clientFor(kubeconfig, flag string) (kubernetes.Interface, error) {
 	return c, nil
 }
 
-// lookupClientCA reads the client CA kube-apiserver publishes in
-// kube-system/extension-apiserver-authentication ("client-ca-file"); nil
-// when the ConfigMap or the key is missing.
-func lookupClientCA(ctx context.Context, c kubernetes.Interface) (*x509.CertPool, error) {
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	cm, err := c.CoreV1().ConfigMaps("kube-system").Get(ctx, "extension-apiserver-authentication", metav1.GetOptions{})
-	switch {
-	case apierrors.IsNotFound(err):
-		return nil, nil
-	case err != nil:
-		return nil, err
+// Sizes of the review caches, as upstream's delegating authenticator and
+// webhook authorizer keep.
+const (
+	tokenCacheSize  = 4096
+	accessCacheSize = 8192
+)
+
+// trust is what client certificates and front-proxy headers are checked
+// against: PEM bundles (nil: none) and the request-header options.
+type trust struct {
+	clientCA, requestHeaderCA []byte
+	// clientCAFrom and requestHeaderCAFrom say where the bundles came
+	// from, for errors.
+	clientCAFrom, requestHeaderCAFrom string
+	requestHeader                     RequestHeaderOptions
+}
+
+// loadTrust reads the CA files the flags name.
+func loadTrust(o *Options) (*trust, error) {
+	t := &trust{requestHeader: o.RequestHeader, clientCAFrom: "--client-ca-file", requestHeaderCAFrom: "--requestheader-client-ca-file"}
+	var err error
+	if o.ClientCAFile != "" {
+		if t.clientCA, err = os.ReadFile(o.ClientCAFile); err != nil {
+			return nil, fmt.Errorf("reading --client-ca-file: %w", err)
+		}
 	}
-	pemBytes := cm.Data["client-ca-file"]
-	if pemBytes == "" {
+	if o.RequestHeader.ClientCAFile != "" {
+		if t.requestHeaderCA, err = os.ReadFile(o.RequestHeader.ClientCAFile); err != nil {
+			return nil, fmt.Errorf("reading --requestheader-client-ca-file: %w", err)
+		}
+	}
+	return t, nil
+}
+
+// certPool is the bundle's pool, nil for no bundle.
+func certPool(pemBytes []byte, what string) (*x509.CertPool, error) {
+	if pemBytes == nil {
 		return nil, nil
 	}
 	pool := x509.NewCertPool()
-	if !pool.AppendCertsFromPEM([]byte(pemBytes)) {
-		return nil, errors.New("client-ca-file holds no PEM certificate")
+	if !pool.AppendCertsFromPEM(pemBytes) {
+		return nil, fmt.Errorf("reading %s: no PEM certificate", what)
 	}
 	return pool, nil
+}
+
+// The ConfigMap kube-apiserver publishes its client CAs and front-proxy
+// settings in, and its keys.
+const (
+	authConfigMapNamespace = "kube-system"
+	authConfigMapName      = "extension-apiserver-authentication"
+)
+
+// lookup fills what the flags left out from the ConfigMap kube-apiserver
+// publishes, as the delegating authentication options do: the client CA
+// ("client-ca-file") when there is no --client-ca-file; when there is no
+// --requestheader-client-ca-file, the whole front-proxy configuration
+// ("requestheader-client-ca-file" and the JSON lists
+// "requestheader-allowed-names", "-username-headers", "-uid-headers",
+// "-group-headers", "-extra-headers-prefix"), replacing the header flags.
+// A missing ConfigMap or key leaves that authentication off.
+func (t *trust) lookup(ctx context.Context, c kubernetes.Interface, log *slog.Logger) error {
+	if t.clientCA != nil && t.requestHeaderCA != nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	cm, err := c.CoreV1().ConfigMaps(authConfigMapNamespace).Get(ctx, authConfigMapName, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		log.Warn("no configmap " + authConfigMapNamespace + "/" + authConfigMapName + ": client certificates are not authenticated unless --client-ca-file and --requestheader-client-ca-file say how")
+		return nil
+	case apierrors.IsForbidden(err):
+		return fmt.Errorf("%w (the role %s/extension-apiserver-authentication-reader grants reading it)", err, authConfigMapNamespace)
+	case err != nil:
+		return err
+	}
+	if t.clientCA == nil {
+		if ca := cm.Data["client-ca-file"]; ca != "" {
+			t.clientCA, t.clientCAFrom = []byte(ca), "client-ca-file of configmap "+authConfigMapNamespace+"/"+authConfigMapName
+		} else {
+			log.Warn("the cluster publishes no client-ca-file: client certificate authentication is off")
+		}
+	}
+	if t.requestHeaderCA == nil {
+		ca := cm.Data["requestheader-client-ca-file"]
+		if ca == "" {
+			log.Warn("the cluster publishes no requestheader-client-ca-file: front-proxy authentication is off")
+			return nil
+		}
+		rh := RequestHeaderOptions{ClientCAFile: authConfigMapName}
+		for key, into := range map[string]*[]string{
+			"requestheader-allowed-names":        &rh.AllowedNames,
+			"requestheader-username-headers":     &rh.UsernameHeaders,
+			"requestheader-uid-headers":          &rh.UIDHeaders,
+			"requestheader-group-headers":        &rh.GroupHeaders,
+			"requestheader-extra-headers-prefix": &rh.ExtraHeaderPrefixes,
+		} {
+			if v := cm.Data[key]; v != "" {
+				if err := json.Unmarshal([]byte(v), into); err != nil {
+					return fmt.Errorf("reading %s of configmap %s/%s: %w", key, authConfigMapNamespace, authConfigMapName, err)
+				}
+			}
+		}
+		t.requestHeaderCA, t.requestHeader = []byte(ca), rh
+		t.requestHeaderCAFrom = "requestheader-client-ca-file of configmap " + authConfigMapNamespace + "/" + authConfigMapName
+	}
+	return nil
 }

@@ -58,6 +58,12 @@ func (brokenAccess) Create(context.Context, *authorizationv1.SubjectAccessReview
 // of 127.0.0.1 and returns its base URL.
 func start(t *testing.T, o *Options, prepare func(*Server)) string {
 	t.Helper()
+	return startWith(t, o, prepare, nil)
+}
+
+// startWith is start with more handlers on the mux.
+func startWith(t *testing.T, o *Options, prepare func(*Server), more func(*http.ServeMux)) string {
+	t.Helper()
 	o.BindAddress, o.SecurePort = "127.0.0.1", 0
 	srv, err := New(context.Background(), o, slog.New(slog.DiscardHandler))
 	if err != nil || srv != nil {
@@ -76,6 +82,9 @@ func start(t *testing.T, o *Options, prepare func(*Server)) string {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) })
 	mux.HandleFunc("/metrics", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("# metrics\n")) })
+	if more != nil {
+		more(mux)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(ctx, mux) }()
