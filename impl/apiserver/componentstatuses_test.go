@@ -43,7 +43,7 @@ func componentsEnv(t *testing.T) (e *env, refused string) {
 	refused = "https://" + ln.Addr().String() + "/healthz"
 	ln.Close()
 	insecure := &tls.Config{InsecureSkipVerify: true}
-	ua := componentstatus.UserAgent(apiserver.DefaultGitVersion)
+	ua := componentstatus.UserAgent(apiserver.VersionInfo(apiserver.DefaultGitVersion))
 	e = newEnv(t, func(cfg *apiserver.Config) {
 		cfg.ComponentStatuses = []componentstatus.Component{
 			{Name: "scheduler", Prober: componentstatus.NewHTTP(healthy.URL+"/healthz", insecure, ua)},

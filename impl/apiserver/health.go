@@ -311,7 +311,7 @@ func runHealthChecks(ctx context.Context, checks []healthCheck, exclude []string
 
 // serveVersion serves /version.
 func (s *Server) serveVersion(w http.ResponseWriter, r *http.Request) {
-	info := versionInfo(s.cfg.GitVersion)
+	info := VersionInfo(s.cfg.GitVersion)
 	data, _ := json.MarshalIndent(info, "", "  ")
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(http.StatusOK)

@@ -24,12 +24,14 @@ func majorMinor(gitVersion string) [2]int {
 	return [2]int{major, minor}
 }
 
-// versionInfo is what /version reports for a server of gitVersion, as
+// VersionInfo is what /version reports for a server of gitVersion, as
 // kube-apiserver 1.37's effective version does: the binary's major and
 // minor, an emulation version equal to the binary's (kubeproof emulates
 // no older release) and a minimum compatibility version one minor below
-// it. A gitVersion without a major and minor reports only itself.
-func versionInfo(gitVersion string) version.Info {
+// it. A gitVersion without a major and minor reports only itself. Its
+// major and minor, parsed once by majorMinor, also name the server's
+// probes of its components (componentstatus.UserAgent).
+func VersionInfo(gitVersion string) version.Info {
 	info := version.Info{
 		GitVersion: gitVersion, GitCommit: "unknown", GitTreeState: "clean",
 		BuildDate: "1970-01-01T00:00:00Z", GoVersion: runtime.Version(), Compiler: runtime.Compiler,

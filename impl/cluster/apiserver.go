@@ -283,7 +283,7 @@ func NewAPIServer(cfg APIServerConfig) (*apiserver.Server, *storagebackend.Facto
 		// kube-apiserver's components: the controller manager, the
 		// scheduler and its one etcd storage backend.
 		ComponentStatuses: componentstatus.KubeAPIServer(cfg.ControllerManagerHealthzURL, cfg.SchedulerHealthzURL,
-			componentstatus.UserAgent(apiserver.DefaultGitVersion), componentstatus.Etcd{KV: cfg.EtcdClient, Prefix: etcdPrefix}),
+			componentstatus.UserAgent(apiserver.VersionInfo(apiserver.DefaultGitVersion)), componentstatus.Etcd{KV: cfg.EtcdClient, Prefix: etcdPrefix}),
 		ServingCert:               cfg.ServingCert,
 		ClientCA:                  cfg.ClientCA,
 		KubeletClientTLS:          cfg.KubeletClientTLS,

@@ -23,6 +23,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/version"
 )
 
 // ProbeTimeout bounds every probe, as kube-apiserver's.
@@ -93,14 +94,17 @@ func NewHTTP(url string, tlsConfig *tls.Config, userAgent string) *HTTP {
 	}}
 }
 
-// UserAgent is the User-Agent of kube-apiserver's probes for a server of
-// version gitVersion ("v1.37.0" → "kube-probe/1.37").
-func UserAgent(gitVersion string) string {
-	parts := strings.SplitN(strings.TrimPrefix(gitVersion, "v"), ".", 3)
-	if len(parts) < 2 {
-		return "kube-probe/" + strings.TrimPrefix(gitVersion, "v")
+// UserAgent is the User-Agent of kube-apiserver's probes for a server
+// whose /version reports info: kube-probe/<major>.<minor>, as
+// kube-apiserver's probe requests read them from its version info
+// (k8s.io/kubernetes pkg/probe/http request.go); a version without them
+// gives its gitVersion, less the "v" ("v1.37.2-kubeproof" →
+// "kube-probe/1.37", "devel" → "kube-probe/devel").
+func UserAgent(info version.Info) string {
+	if info.Major == "" || info.Minor == "" {
+		return "kube-probe/" + strings.TrimPrefix(info.GitVersion, "v")
 	}
-	return "kube-probe/" + parts[0] + "." + parts[1]
+	return "kube-probe/" + info.Major + "." + info.Minor
 }
 
 // Probe implements Prober.

@@ -10,6 +10,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/version"
 
 	"github.com/kubeproof/kubeproof/impl/storage"
 )
@@ -53,7 +54,7 @@ func TestHTTPProbeFollowsRedirectsAndCapsBody(t *testing.T) {
 		_, _ = w.Write(big)
 	}))
 	defer srv.Close()
-	got := NewHTTP(srv.URL+"/old", nil, UserAgent("v1.37.2-kubeproof")).Probe(context.Background())
+	got := NewHTTP(srv.URL+"/old", nil, UserAgent(version.Info{GitVersion: "v1.37.2-kubeproof", Major: "1", Minor: "37"})).Probe(context.Background())
 	if got.Status != corev1.ConditionTrue || len(got.Message) != maxBodyBytes {
 		t.Errorf("probe: %s with a %d-byte message, want True with %d bytes", got.Status, len(got.Message), maxBodyBytes)
 	}
