@@ -16,7 +16,9 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/tools/leaderelection"
 
+	"github.com/kubeproof/kubeproof/impl/healthz"
 	"github.com/kubeproof/kubeproof/impl/scheduler"
 	"github.com/kubeproof/kubeproof/impl/scheduler/config"
 	"github.com/kubeproof/kubeproof/impl/secureserving"
@@ -81,7 +83,11 @@ func newSchedulerCommand() *cobra.Command {
 			}
 			setSchedulerGCPercent()
 			ctx := cmd.Context()
-			sched, err := scheduler.New(ctx, client, scheduler.Config{Configuration: conf, Logger: logger})
+			schedCfg := scheduler.Config{Configuration: conf, Logger: logger}
+			if *conf.LeaderElection.LeaderElect {
+				schedCfg.WatchDog = leaderelection.NewLeaderHealthzAdaptor(leaderElectionHealthTimeout)
+			}
+			sched, err := scheduler.New(ctx, client, schedCfg)
 			if err != nil {
 				return err
 			}
@@ -89,7 +95,8 @@ func newSchedulerCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return runSchedulerWithMetrics(ctx, logger, metricsAddr, srv, sched.MetricsHandler(), profiling, sched.Run)
+			checks := schedulerHealthChecks(ctx, schedCfg.WatchDog, sched.HandlersSynced)
+			return runSchedulerWithMetrics(ctx, logger, metricsAddr, srv, sched.MetricsHandler(), checks, profiling, sched.Run)
 		},
 	}
 	f := cmd.Flags()
@@ -120,16 +127,46 @@ func setSchedulerGCPercent() {
 	}
 }
 
+// leaderElectionHealthTimeout is how long past its lease duration a
+// leader may go without renewing before the leaderElection check fails
+// (kube-scheduler's and kube-controller-manager's 20 s).
+const leaderElectionHealthTimeout = 20 * time.Second
+
+// healthChecks are the checks of each health endpoint.
+type healthChecks struct {
+	healthz, livez, readyz []healthz.Check
+}
+
+// schedulerHealthChecks are kube-scheduler's (cmd/kube-scheduler/app
+// Run): /healthz the leader election check (ping without leader
+// election), /livez ping, /readyz the leader election check, "shutdown"
+// (failing once ctx ends) and "sched-handler-sync" (failing until the
+// informers delivered their initial lists).
+func schedulerHealthChecks(ctx context.Context, watchDog *leaderelection.HealthzAdaptor, handlersSynced func() bool) healthChecks {
+	var c healthChecks
+	if watchDog != nil {
+		c.healthz = append(c.healthz, watchDog)
+		c.readyz = append(c.readyz, watchDog)
+	}
+	c.readyz = append(c.readyz, healthz.Shutdown(ctx.Done()), healthz.NamedCheck("sched-handler-sync", func(*http.Request) error {
+		if !handlersSynced() {
+			return errors.New("handlers are not fully synchronized")
+		}
+		return nil
+	}))
+	return c
+}
+
 // runSchedulerWithMetrics serves /metrics, /healthz, /readyz and /livez
-// (and /debug/pprof/ when profiling) on the secure server (nil: none) and
-// on addr over plain HTTP (empty: not) while run runs, and shuts them down
-// when run returns.
-func runSchedulerWithMetrics(ctx context.Context, logger *slog.Logger, addr string, secure *secureserving.Server, metrics http.Handler, profiling bool, run func(context.Context) error) error {
+// with checks (and /debug/pprof/ when profiling) on the secure server
+// (nil: none) and on addr over plain HTTP (empty: not) while run runs, and
+// shuts them down when run returns.
+func runSchedulerWithMetrics(ctx context.Context, logger *slog.Logger, addr string, secure *secureserving.Server, metrics http.Handler, checks healthChecks, profiling bool, run func(context.Context) error) error {
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", metrics)
-	for _, p := range []string{"/healthz", "/readyz", "/livez"} {
-		mux.HandleFunc(p, func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) })
-	}
+	healthz.Install(mux, "/healthz", logger, checks.healthz...)
+	healthz.Install(mux, "/livez", logger, checks.livez...)
+	healthz.Install(mux, "/readyz", logger, checks.readyz...)
 	if profiling {
 		mux.HandleFunc("/debug/pprof/", pprof.Index)
 		mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)

@@ -115,6 +115,11 @@ type Config struct {
 	// scheduling (TraceQueued, TraceAttempt, TraceBindingSent, TraceBound):
 	// where a slow pod's time went. Nil costs nothing.
 	PodTrace PodTraceFunc
+	// WatchDog, when set and leader election is on, is the elector's
+	// watchdog: its Check (/healthz's and /readyz's "leaderElection", as
+	// kube-scheduler's) fails when this instance leads but has not
+	// renewed its Lease in time.
+	WatchDog *leaderelection.HealthzAdaptor
 }
 
 // Scheduler is one scheduler instance with one or more profiles.
@@ -145,6 +150,9 @@ type Scheduler struct {
 	bindings  sync.WaitGroup
 	bindSlots chan struct{}
 	ran       sync.Once
+	// handlersSynced is set once the informers delivered their initial
+	// lists (the "sched-handler-sync" readiness check).
+	handlersSynced atomic.Bool
 
 	// pdbLister is set in Run when the API server serves policy/v1
 	// PodDisruptionBudgets; preemption reads them through it.
@@ -289,6 +297,10 @@ func (s *Scheduler) Queue() *queue.PriorityQueue { return s.queue }
 // MetricsHandler serves this scheduler's /metrics.
 func (s *Scheduler) MetricsHandler() http.Handler { return s.metrics.Handler() }
 
+// HandlersSynced is whether the informers have delivered their initial
+// lists: kube-scheduler's "sched-handler-sync" readiness check.
+func (s *Scheduler) HandlersSynced() bool { return s.handlersSynced.Load() }
+
 // Run starts the informers, waits for them to sync, then — after winning
 // leader election when it is enabled — schedules until ctx is done. It
 // returns after every goroutine it started has stopped, with nil when ctx
@@ -330,6 +342,7 @@ func (s *Scheduler) run(parent context.Context) error {
 		}
 		return fmt.Errorf("scheduler: waiting for informer caches to sync: %w", context.Cause(ctx))
 	}
+	s.handlersSynced.Store(true)
 	if !*s.conf.LeaderElection.LeaderElect {
 		s.scheduleUntilDone(ctx)
 		return nil
@@ -354,6 +367,7 @@ func (s *Scheduler) run(parent context.Context) error {
 		RetryPeriod:     le.RetryPeriod.Duration,
 		ReleaseOnCancel: true,
 		Name:            le.ResourceName,
+		WatchDog:        s.cfg.WatchDog,
 		Callbacks: leaderelection.LeaderCallbacks{
 			OnStartedLeading: func(ctx context.Context) {
 				leadMu.Lock()
