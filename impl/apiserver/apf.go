@@ -12,10 +12,12 @@ import (
 
 	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	flowcontrolclient "k8s.io/client-go/kubernetes/typed/flowcontrol/v1"
 
-	"github.com/kubeproof/kubeproof/impl/apiserver/fieldmanager"
 	"github.com/kubeproof/kubeproof/impl/apiserver/flowcontrol"
 	"github.com/kubeproof/kubeproof/impl/apiserver/internal/localcache"
 	"github.com/kubeproof/kubeproof/impl/storage"
@@ -37,52 +39,63 @@ var (
 //     1); objects the server once suggested (annotation "true") that are
 //     no longer suggested are deleted. A mandatory object deleted later is
 //     created again as soon as the watch shows it gone. Another server
-//     creating an object first is fine.
+//     creating an object first is fine. Every read and write is a request
+//     of the server's in-process loopback client, as kube-apiserver's
+//     priority-and-fairness-config-producer hook makes them (audited,
+//     admitted; creates and updates under the field manager
+//     apfProducerFieldManager).
 //   - follow: both resources are mirrored through the server's own
 //     storage (localcache, as the other internal caches); every change
 //     digests the whole configuration again (flowcontrol.Digest) into the
 //     Controller, and writes each FlowSchema's Dangling condition when it
-//     differs from what the object says, as a server-side apply of the
-//     status by the field manager kube-apiserver's controller uses
-//     (apfFieldManager, forced: the condition and its managedFields
-//     entry are that manager's).
+//     differs from what the object says, as a forced server-side apply of
+//     the status subresource by the loopback client under the field
+//     manager kube-apiserver's controller uses (apfFieldManager).
 type apfConfig struct {
 	fc               *flowcontrol.Controller
 	fsStore, plStore storage.Interface
-	fsKey, plKey     func(name string) string
 	fsCache, plCache *localcache.Cache
-	changed          chan struct{}
+	// client is the server's in-process loopback client's flowcontrol
+	// group; a function, since the client is built after the handler
+	// this configuration is part of.
+	client  func() flowcontrolclient.FlowcontrolV1Interface
+	changed chan struct{}
 	// synced is closed once the first configuration has been applied.
 	synced   chan struct{}
 	syncOnce sync.Once
 	log      *slog.Logger
 	now      func() time.Time
-	// statusFields applies the Dangling condition to FlowSchemas' status.
-	statusFields *fieldmanager.Manager
+	// retryInterval is the wait between two ensure attempts
+	// (apfEnsureRetryInterval when zero); ensureTimeout bounds them all
+	// (apfEnsureTimeout when zero).
+	retryInterval, ensureTimeout time.Duration
 }
 
-// apfFieldManager is the manager kube-apiserver's configuration
-// controller applies FlowSchema status conditions as.
-const apfFieldManager = "api-priority-and-fairness-config-consumer-v1"
+// The field managers of kube-apiserver's flow control writes: the
+// bootstrap ensurer's creates and updates, and the configuration
+// controller's status applies.
+const (
+	apfProducerFieldManager = "api-priority-and-fairness-config-producer-v1"
+	apfFieldManager         = "api-priority-and-fairness-config-consumer-v1"
+)
 
-// newAPFConfig returns nil when the flowcontrol resources are not served,
-// and an error when the field manager of FlowSchemas' status cannot be
-// built.
-func newAPFConfig(s *Server, fc *flowcontrol.Controller) (*apfConfig, error) {
-	fsEntry, ok1 := s.stores[flowSchemasGR]
+// The ensurer retries a failed attempt, whatever failed, every
+// apfEnsureRetryInterval, and fails the start after apfEnsureTimeout, as
+// kube-apiserver's hook gives up after five minutes.
+const (
+	apfEnsureRetryInterval = 200 * time.Millisecond
+	apfEnsureTimeout       = 5 * time.Minute
+)
+
+// newAPFConfig returns nil when the flowcontrol resources are not served.
+func newAPFConfig(s *Server, fc *flowcontrol.Controller) *apfConfig {
+	fsStore, ok1 := s.Store(flowSchemasGR)
 	plStore, ok2 := s.Store(priorityLevelsGR)
 	if fc == nil || !ok1 || !ok2 {
-		return nil, nil
+		return nil
 	}
-	fm, err := fieldmanager.New(fieldmanager.Config{TypeConverter: fieldmanager.TypeConverterFor(fsEntry.res),
-		Scheme: s.codecs.Scheme, Kind: flowcontrolv1.SchemeGroupVersion.WithKind("FlowSchema"),
-		Default: fsEntry.res.Strategy.Default, Subresource: "status", ResetFields: []string{"spec"}})
-	if err != nil {
-		return nil, fmt.Errorf("building the field manager of FlowSchema conditions: %w", err)
-	}
-	a := &apfConfig{fc: fc, fsStore: fsEntry.store, plStore: plStore, statusFields: fm,
-		fsKey:   func(name string) string { return s.ObjectKey(flowSchemasGR, "", name) },
-		plKey:   func(name string) string { return s.ObjectKey(priorityLevelsGR, "", name) },
+	a := &apfConfig{fc: fc, fsStore: fsStore, plStore: plStore,
+		client:  func() flowcontrolclient.FlowcontrolV1Interface { return s.self.typed.FlowcontrolV1() },
 		changed: make(chan struct{}, 1), synced: make(chan struct{}), log: s.log, now: time.Now}
 	notify := func(_, _ runtime.Object) {
 		select {
@@ -95,7 +108,7 @@ func newAPFConfig(s *Server, fc *flowcontrol.Controller) (*apfConfig, error) {
 	a.plCache = localcache.New(localcache.Config{Store: plStore, Key: s.ListKey(priorityLevelsGR, ""),
 		NewList:            func() runtime.Object { return &flowcontrolv1.PriorityLevelConfigurationList{} },
 		KeepWhileReloading: true, OnChange: notify})
-	return a, nil
+	return a
 }
 
 // run follows the objects until ctx ends.
@@ -199,40 +212,36 @@ func setDangling(conds []flowcontrolv1.FlowSchemaCondition, want flowcontrolv1.F
 	return append(append([]flowcontrolv1.FlowSchemaCondition(nil), conds...), want), true
 }
 
+// writeDangling server-side applies the Dangling condition fs should
+// have to its status, forced, as apfFieldManager, when fs does not say
+// it already; a FlowSchema deleted meanwhile needs nothing.
 func (a *apfConfig) writeDangling(ctx context.Context, fs *flowcontrolv1.FlowSchema, missing bool) error {
 	want := danglingCondition(fs, missing)
 	if _, changed := setDangling(fs.Status.Conditions, want); !changed {
 		return nil
 	}
 	want.LastTransitionTime = metav1.NewTime(a.now())
-	err := a.fsStore.GuaranteedUpdate(ctx, a.fsKey(fs.Name), &flowcontrolv1.FlowSchema{}, false,
-		&storage.Preconditions{UID: &fs.UID}, func(input runtime.Object) (runtime.Object, error) {
-			cur := input.(*flowcontrolv1.FlowSchema)
-			if _, changed := setDangling(cur.Status.Conditions, want); !changed ||
-				cur.Spec.PriorityLevelConfiguration.Name != fs.Spec.PriorityLevelConfiguration.Name {
-				return input, nil // said already, or changed since: the next sync decides
-			}
-			return a.applyDangling(cur, want)
-		})
-	if err != nil && !storage.IsNotFound(err) && storage.CodeOf(err) != storage.ErrCodeInvalidObj {
+	patch, err := danglingPatch(fs.Name, want)
+	if err != nil {
+		return fmt.Errorf("writing the Dangling condition of FlowSchema %s: %w", fs.Name, err)
+	}
+	force := true
+	_, err = a.client().FlowSchemas().Patch(ctx, fs.Name, types.ApplyPatchType, patch,
+		metav1.PatchOptions{FieldManager: apfFieldManager, Force: &force}, "status")
+	if err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("writing the Dangling condition of FlowSchema %s: %w", fs.Name, err)
 	}
 	return nil
 }
 
-// applyDangling is cur with the Dangling condition want, server-side
-// applied to its status by apfFieldManager with force, as kube-apiserver's
-// configuration controller writes it.
-func (a *apfConfig) applyDangling(cur *flowcontrolv1.FlowSchema, want flowcontrolv1.FlowSchemaCondition) (runtime.Object, error) {
-	patch, err := json.Marshal(map[string]any{
+// danglingPatch is the apply configuration of FlowSchema name's status
+// holding the one condition want.
+func danglingPatch(name string, want flowcontrolv1.FlowSchemaCondition) ([]byte, error) {
+	return json.Marshal(map[string]any{
 		"apiVersion": flowcontrolv1.SchemeGroupVersion.String(), "kind": "FlowSchema",
-		"metadata": map[string]any{"name": cur.Name},
+		"metadata": map[string]any{"name": name},
 		"status":   map[string]any{"conditions": []flowcontrolv1.FlowSchemaCondition{want}},
 	})
-	if err != nil {
-		return nil, err
-	}
-	return a.statusFields.Apply(cur, patch, apfFieldManager, true)
 }
 
 // recreateMandatory creates the mandatory objects missing from the cache.
@@ -249,8 +258,8 @@ func (a *apfConfig) recreateMandatory(ctx context.Context, schemas []*flowcontro
 		if !it.mandatory || have[it.kind+"/"+it.want.GetName()] {
 			continue
 		}
-		if err := a.create(ctx, it); err != nil && !storage.IsExists(err) {
-			errs = append(errs, err)
+		if err := it.client.create(ctx, it.want); err != nil && !apierrors.IsAlreadyExists(err) {
+			errs = append(errs, fmt.Errorf("creating %s %s: %w", it.kind, it.want.GetName(), err))
 		}
 	}
 	return errs
@@ -262,28 +271,102 @@ type apfObject interface {
 	metav1.Object
 }
 
+// apfClient is what the ensurer does with one of the two resources:
+// requests of the loopback client, creates and updates as
+// apfProducerFieldManager.
+type apfClient struct {
+	get    func(ctx context.Context, name string) (apfObject, error)
+	create func(ctx context.Context, obj apfObject) error
+	update func(ctx context.Context, obj apfObject) error
+	list   func(ctx context.Context) ([]apfObject, error)
+	delete func(ctx context.Context, name string, opts metav1.DeleteOptions) error
+}
+
+func flowSchemaClient(c flowcontrolclient.FlowSchemaInterface) apfClient {
+	return apfClient{
+		get: func(ctx context.Context, name string) (apfObject, error) {
+			return c.Get(ctx, name, metav1.GetOptions{})
+		},
+		create: func(ctx context.Context, obj apfObject) error {
+			_, err := c.Create(ctx, forCreate(obj).(*flowcontrolv1.FlowSchema), metav1.CreateOptions{FieldManager: apfProducerFieldManager})
+			return err
+		},
+		update: func(ctx context.Context, obj apfObject) error {
+			_, err := c.Update(ctx, obj.(*flowcontrolv1.FlowSchema), metav1.UpdateOptions{FieldManager: apfProducerFieldManager})
+			return err
+		},
+		list: func(ctx context.Context) ([]apfObject, error) {
+			l, err := c.List(ctx, metav1.ListOptions{})
+			if err != nil {
+				return nil, err
+			}
+			out := make([]apfObject, 0, len(l.Items))
+			for i := range l.Items {
+				out = append(out, &l.Items[i])
+			}
+			return out, nil
+		},
+		delete: c.Delete,
+	}
+}
+
+func priorityLevelClient(c flowcontrolclient.PriorityLevelConfigurationInterface) apfClient {
+	return apfClient{
+		get: func(ctx context.Context, name string) (apfObject, error) {
+			return c.Get(ctx, name, metav1.GetOptions{})
+		},
+		create: func(ctx context.Context, obj apfObject) error {
+			_, err := c.Create(ctx, forCreate(obj).(*flowcontrolv1.PriorityLevelConfiguration), metav1.CreateOptions{FieldManager: apfProducerFieldManager})
+			return err
+		},
+		update: func(ctx context.Context, obj apfObject) error {
+			_, err := c.Update(ctx, obj.(*flowcontrolv1.PriorityLevelConfiguration), metav1.UpdateOptions{FieldManager: apfProducerFieldManager})
+			return err
+		},
+		list: func(ctx context.Context) ([]apfObject, error) {
+			l, err := c.List(ctx, metav1.ListOptions{})
+			if err != nil {
+				return nil, err
+			}
+			out := make([]apfObject, 0, len(l.Items))
+			for i := range l.Items {
+				out = append(out, &l.Items[i])
+			}
+			return out, nil
+		},
+		delete: c.Delete,
+	}
+}
+
+// forCreate is a copy of a bootstrap object as the ensurer sends it: its
+// name, labels, annotations and spec; the server gives it its UID.
+func forCreate(obj apfObject) apfObject {
+	out := obj.DeepCopyObject().(apfObject)
+	out.SetUID("")
+	return out
+}
+
 // bootItem is one of kube-apiserver's bootstrap objects.
 type bootItem struct {
 	kind      string // "fs" or "pl"
 	mandatory bool
 	want      apfObject
-	store     storage.Interface
-	key       string
-	newObj    func() apfObject
-	// specOf is the part of an object the ensurer keeps as wanted: the
-	// spec (of the exempt level: all but its shares and lendable
-	// percentage, which are the administrator's).
+	client    apfClient
+	// sameSpec and setSpec compare and replace the part of an object the
+	// ensurer keeps as wanted: the spec (of the exempt level: all but its
+	// shares and lendable percentage, which are the administrator's).
 	sameSpec func(cur apfObject) bool
 	setSpec  func(cur apfObject)
 }
 
 func (a *apfConfig) bootItems() []bootItem {
+	fc := a.client()
+	plClient, fsClient := priorityLevelClient(fc.PriorityLevelConfigurations()), flowSchemaClient(fc.FlowSchemas())
 	var out []bootItem
 	for _, p := range flowcontrol.DefaultPriorityLevels() {
 		want := p
 		out = append(out, bootItem{kind: "pl", mandatory: flowcontrol.MandatoryPriorityLevel(p.Name) != nil, want: want,
-			store: a.plStore, key: a.plKey(p.Name),
-			newObj: func() apfObject { return &flowcontrolv1.PriorityLevelConfiguration{} },
+			client: plClient,
 			sameSpec: func(cur apfObject) bool {
 				return apiequality.Semantic.DeepEqual(cur.(*flowcontrolv1.PriorityLevelConfiguration).Spec, wantedLevelSpec(want, cur))
 			},
@@ -295,8 +378,7 @@ func (a *apfConfig) bootItems() []bootItem {
 	for _, fs := range flowcontrol.DefaultFlowSchemas() {
 		want := fs
 		out = append(out, bootItem{kind: "fs", mandatory: flowcontrol.MandatoryFlowSchema(fs.Name) != nil, want: want,
-			store: a.fsStore, key: a.fsKey(fs.Name),
-			newObj: func() apfObject { return &flowcontrolv1.FlowSchema{} },
+			client: fsClient,
 			sameSpec: func(cur apfObject) bool {
 				return apiequality.Semantic.DeepEqual(cur.(*flowcontrolv1.FlowSchema).Spec, want.Spec)
 			},
@@ -317,20 +399,6 @@ func wantedLevelSpec(want *flowcontrolv1.PriorityLevelConfiguration, cur apfObje
 	return spec
 }
 
-// create writes a bootstrap object as the API's create would.
-func (a *apfConfig) create(ctx context.Context, it bootItem) error {
-	obj := it.want.DeepCopyObject().(apfObject)
-	obj.SetCreationTimestamp(metav1.NewTime(a.now()))
-	obj.SetGeneration(1)
-	if err := it.store.Create(ctx, it.key, obj, nil); err != nil {
-		if storage.IsExists(err) {
-			return err
-		}
-		return fmt.Errorf("creating %s %s: %w", it.kind, it.want.GetName(), err)
-	}
-	return nil
-}
-
 // autoUpdate is whether the ensurer may rewrite a suggested object's spec:
 // its apf.kubernetes.io/autoupdate-spec annotation, or, when that is not a
 // boolean, whether no one has changed it since it was created.
@@ -341,21 +409,48 @@ func autoUpdate(o metav1.Object) bool {
 	return o.GetGeneration() == 1
 }
 
-// ensure writes the bootstrap configuration; transient storage errors are
-// retried until ctx ends.
+// revise is the pure decision on an existing bootstrap object: the
+// object to write back (the wanted spec, autoupdate-spec "true"), or
+// false when it is to be left as it is (a suggested object the ensurer
+// may not update, or one already as wanted).
+func revise(it bootItem, cur apfObject) (apfObject, bool) {
+	if (!it.mandatory && !autoUpdate(cur)) || it.sameSpec(cur) {
+		return nil, false
+	}
+	next := cur.DeepCopyObject().(apfObject)
+	it.setSpec(next)
+	ann := map[string]string{}
+	for k, v := range cur.GetAnnotations() {
+		ann[k] = v
+	}
+	ann[flowcontrolv1.AutoUpdateAnnotationKey] = "true"
+	next.SetAnnotations(ann)
+	return next, true
+}
+
+// ensure writes the bootstrap configuration. A failed attempt is retried
+// every retryInterval, whatever failed (storage down, a webhook refusing,
+// another server's write in between), until ensureTimeout or ctx ends.
 func (a *apfConfig) ensure(ctx context.Context) error {
+	interval, timeout := a.retryInterval, a.ensureTimeout
+	if interval == 0 {
+		interval = apfEnsureRetryInterval
+	}
+	if timeout == 0 {
+		timeout = apfEnsureTimeout
+	}
+	ectx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
 	for {
-		err := a.ensureOnce(ctx)
+		err := a.ensureOnce(ectx)
 		if err == nil {
 			return nil
 		}
-		if code := storage.CodeOf(err); code != storage.ErrCodeUnreachable && code != storage.ErrCodeResourceVersionConflicts {
-			return fmt.Errorf("apiserver: API Priority and Fairness bootstrap: %w", err)
-		}
+		a.log.Warn("API Priority and Fairness bootstrap, retrying", "err", err)
 		select {
-		case <-ctx.Done():
-			return fmt.Errorf("apiserver: API Priority and Fairness bootstrap: %w (last error: %v)", ctx.Err(), err)
-		case <-time.After(200 * time.Millisecond):
+		case <-ectx.Done():
+			return fmt.Errorf("apiserver: API Priority and Fairness bootstrap: %w (last error: %v)", ectx.Err(), err)
+		case <-time.After(interval):
 		}
 	}
 }
@@ -370,58 +465,57 @@ func (a *apfConfig) ensureOnce(ctx context.Context) error {
 			errs = append(errs, err)
 		}
 	}
-	errs = append(errs, a.removeUnwanted(ctx, a.fsStore, "fs", &flowcontrolv1.FlowSchemaList{}, wanted)...)
-	errs = append(errs, a.removeUnwanted(ctx, a.plStore, "pl", &flowcontrolv1.PriorityLevelConfigurationList{}, wanted)...)
+	fc := a.client()
+	errs = append(errs, a.removeUnwanted(ctx, flowSchemaClient(fc.FlowSchemas()), "fs", wanted)...)
+	errs = append(errs, a.removeUnwanted(ctx, priorityLevelClient(fc.PriorityLevelConfigurations()), "pl", wanted)...)
 	return errors.Join(errs...)
 }
 
+// ensureItem reads the object, creates it when missing and updates it
+// when revise says so; a create losing to another server's, or an
+// update to another writer's, is decided again on what they wrote.
 func (a *apfConfig) ensureItem(ctx context.Context, it bootItem) error {
-	err := a.create(ctx, it)
-	if err == nil || !storage.IsExists(err) {
-		return err
-	}
-	err = it.store.GuaranteedUpdate(ctx, it.key, it.newObj(), false, nil, func(input runtime.Object) (runtime.Object, error) {
-		cur := input.(apfObject)
-		if (!it.mandatory && !autoUpdate(cur)) || it.sameSpec(cur) {
-			return input, nil
+	name := it.want.GetName()
+	for {
+		cur, err := it.client.get(ctx, name)
+		switch {
+		case apierrors.IsNotFound(err):
+			err = it.client.create(ctx, it.want)
+			if err == nil {
+				a.log.Debug("created API Priority and Fairness bootstrap object", "kind", it.kind, "name", name)
+				return nil
+			}
+			if !apierrors.IsAlreadyExists(err) {
+				return fmt.Errorf("creating %s %s: %w", it.kind, name, err)
+			}
+			continue
+		case err != nil:
+			return fmt.Errorf("reading %s %s: %w", it.kind, name, err)
 		}
-		next := input.DeepCopyObject().(apfObject)
-		it.setSpec(next)
-		next.SetGeneration(cur.GetGeneration() + 1)
-		ann := map[string]string{}
-		for k, v := range cur.GetAnnotations() {
-			ann[k] = v
+		next, ok := revise(it, cur)
+		if !ok {
+			return nil
 		}
-		ann[flowcontrolv1.AutoUpdateAnnotationKey] = "true"
-		next.SetAnnotations(ann)
-		return next, nil
-	})
-	if err != nil && !storage.IsNotFound(err) {
-		return fmt.Errorf("updating %s %s: %w", it.kind, it.want.GetName(), err)
+		err = it.client.update(ctx, next)
+		if err == nil || (!apierrors.IsConflict(err) && !apierrors.IsNotFound(err)) {
+			if err != nil {
+				return fmt.Errorf("updating %s %s: %w", it.kind, name, err)
+			}
+			return nil
+		}
+		if ctx.Err() != nil {
+			return fmt.Errorf("updating %s %s: %w", it.kind, name, err)
+		}
 	}
-	return nil
 }
 
 // removeUnwanted deletes the objects the server suggested once
-// (autoupdate-spec "true") that are no longer suggested.
-func (a *apfConfig) removeUnwanted(ctx context.Context, store storage.Interface, kind string, list runtime.Object, wanted map[string]bool) []error {
-	key := a.fsKey("")
-	if kind == "pl" {
-		key = a.plKey("")
-	}
-	if err := store.GetList(ctx, key, storage.ListOptions{Recursive: true, Predicate: storage.Everything()}, list); err != nil {
+// (autoupdate-spec "true") that are no longer suggested, each on the
+// condition that it is still the object listed.
+func (a *apfConfig) removeUnwanted(ctx context.Context, c apfClient, kind string, wanted map[string]bool) []error {
+	objs, err := c.list(ctx)
+	if err != nil {
 		return []error{fmt.Errorf("listing %s: %w", kind, err)}
-	}
-	var objs []apfObject
-	switch l := list.(type) {
-	case *flowcontrolv1.FlowSchemaList:
-		for i := range l.Items {
-			objs = append(objs, &l.Items[i])
-		}
-	case *flowcontrolv1.PriorityLevelConfigurationList:
-		for i := range l.Items {
-			objs = append(objs, &l.Items[i])
-		}
 	}
 	var errs []error
 	for _, o := range objs {
@@ -429,12 +523,8 @@ func (a *apfConfig) removeUnwanted(ctx context.Context, store storage.Interface,
 			continue
 		}
 		uid, rv := o.GetUID(), o.GetResourceVersion()
-		keyOf := a.fsKey
-		if kind == "pl" {
-			keyOf = a.plKey
-		}
-		err := store.Delete(ctx, keyOf(o.GetName()), o.DeepCopyObject(), &storage.Preconditions{UID: &uid, ResourceVersion: &rv}, nil)
-		if err != nil && !storage.IsNotFound(err) && !storage.IsConflict(err) && storage.CodeOf(err) != storage.ErrCodeInvalidObj {
+		err := c.delete(ctx, o.GetName(), metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid, ResourceVersion: &rv}})
+		if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
 			errs = append(errs, fmt.Errorf("deleting %s %s: %w", kind, o.GetName(), err))
 		}
 	}

@@ -18,7 +18,8 @@ import (
 
 // TestFlowControlObjectsBootstrapped: at start the server writes
 // kube-apiserver's mandatory and suggested objects (autoupdate-spec
-// "true", the fixed UIDs), each FlowSchema gets Dangling=False, kubectl's
+// "true", created by the producer's field manager through the loopback
+// client, UIDs of their own), each FlowSchema gets Dangling=False, kubectl's
 // tables are served; a changed suggested object is put back while its
 // annotation is "true" and left alone once it is "false"; a mandatory
 // object's spec cannot be changed (422) and, deleted, comes back.
@@ -33,8 +34,12 @@ func TestFlowControlObjectsBootstrapped(t *testing.T) {
 		t.Fatalf("%d priority levels, want %d", len(levels.Items), len(flowcontrol.DefaultPriorityLevels()))
 	}
 	for _, p := range levels.Items {
-		if p.Annotations[flowcontrolv1.AutoUpdateAnnotationKey] != "true" || p.UID != flowcontrol.UID("prioritylevelconfigurations", p.Name) || p.Generation != 1 {
+		if p.Annotations[flowcontrolv1.AutoUpdateAnnotationKey] != "true" || p.UID == "" || p.UID == flowcontrol.UID("prioritylevelconfigurations", p.Name) || p.Generation != 1 {
 			t.Errorf("level %s: annotations %v uid %s generation %d", p.Name, p.Annotations, p.UID, p.Generation)
+		}
+		if mf := p.ManagedFields; len(mf) != 1 || mf[0].Manager != "api-priority-and-fairness-config-producer-v1" ||
+			mf[0].Operation != metav1.ManagedFieldsOperationUpdate || mf[0].Subresource != "" {
+			t.Errorf("level %s managedFields: %+v, want the producer's create", p.Name, mf)
 		}
 	}
 	eventually(t, "every FlowSchema has Dangling=False", func() bool {
@@ -57,13 +62,15 @@ func TestFlowControlObjectsBootstrapped(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, fs := range list.Items {
-		applied := false
+		applied, created := false, false
 		for _, mf := range fs.ManagedFields {
 			applied = applied || mf.Manager == "api-priority-and-fairness-config-consumer-v1" &&
 				mf.Operation == metav1.ManagedFieldsOperationApply && mf.Subresource == "status"
+			created = created || mf.Manager == "api-priority-and-fairness-config-producer-v1" &&
+				mf.Operation == metav1.ManagedFieldsOperationUpdate && mf.Subresource == ""
 		}
-		if !applied {
-			t.Errorf("FlowSchema %s: no status apply by api-priority-and-fairness-config-consumer-v1 in %+v", fs.Name, fs.ManagedFields)
+		if !applied || !created || len(fs.ManagedFields) != 2 {
+			t.Errorf("FlowSchema %s: managedFields %+v, want the producer's create and api-priority-and-fairness-config-consumer-v1's status apply", fs.Name, fs.ManagedFields)
 		}
 	}
 
@@ -258,7 +265,11 @@ func TestFlowSchemaChangesWhatAUserGets(t *testing.T) {
 	list := func(user string) response {
 		return e.do("GET", "/api/v1/namespaces/default/configmaps", nil, "Impersonate-User", user)
 	}
-	globalDefault := string(flowcontrol.UID("prioritylevelconfigurations", "global-default"))
+	gd, err := fc.PriorityLevelConfigurations().Get(ctx(t), "global-default", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	globalDefault := string(gd.UID)
 	if got := list("alice").header.Get("X-Kubernetes-PF-PriorityLevel-UID"); got != globalDefault {
 		t.Fatalf("alice with a dangling schema: level %s, want global-default", got)
 	}

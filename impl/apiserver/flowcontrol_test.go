@@ -13,7 +13,6 @@ import (
 
 	"github.com/kubeproof/kubeproof/impl/apiserver"
 	"github.com/kubeproof/kubeproof/impl/apiserver/admission"
-	"github.com/kubeproof/kubeproof/impl/apiserver/flowcontrol"
 )
 
 // TestPriorityAndFairness: with API Priority and Fairness (the default) a
@@ -67,10 +66,25 @@ func TestPriorityAndFairness(t *testing.T) {
 	if ra, err := strconv.Atoi(rejected.header.Get("Retry-After")); err != nil || ra < 1 {
 		t.Errorf("Retry-After %q", rejected.header.Get("Retry-After"))
 	}
-	if got, want := rejected.header.Get("X-Kubernetes-PF-FlowSchema-UID"), string(flowcontrol.UID("flowschemas", "global-default")); got != want {
+	// The UIDs are the stored objects'.
+	uid := func(kind, name string) string {
+		t.Helper()
+		var m metav1.Object
+		var err error
+		if kind == "flowschemas" {
+			m, err = e.cs.FlowcontrolV1().FlowSchemas().Get(ctx(t), name, metav1.GetOptions{})
+		} else {
+			m, err = e.cs.FlowcontrolV1().PriorityLevelConfigurations().Get(ctx(t), name, metav1.GetOptions{})
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(m.GetUID())
+	}
+	if got, want := rejected.header.Get("X-Kubernetes-PF-FlowSchema-UID"), uid("flowschemas", "global-default"); got != want {
 		t.Errorf("flow schema UID %q, want global-default's %q", got, want)
 	}
-	if got, want := rejected.header.Get("X-Kubernetes-PF-PriorityLevel-UID"), string(flowcontrol.UID("prioritylevelconfigurations", "global-default")); got != want {
+	if got, want := rejected.header.Get("X-Kubernetes-PF-PriorityLevel-UID"), uid("prioritylevelconfigurations", "global-default"); got != want {
 		t.Errorf("priority level UID %q, want global-default's %q", got, want)
 	}
 
@@ -79,7 +93,7 @@ func TestPriorityAndFairness(t *testing.T) {
 	if r.code != http.StatusOK {
 		t.Fatalf("admin while bob's level is full: %d %s", r.code, r.body)
 	}
-	if got, want := r.header.Get("X-Kubernetes-PF-PriorityLevel-UID"), string(flowcontrol.UID("prioritylevelconfigurations", "exempt")); got != want {
+	if got, want := r.header.Get("X-Kubernetes-PF-PriorityLevel-UID"), uid("prioritylevelconfigurations", "exempt"); got != want {
 		t.Errorf("admin's priority level UID %q, want exempt's %q", got, want)
 	}
 	if r := e.doWith(e.anon, "GET", "/readyz", nil); r.code != http.StatusOK {

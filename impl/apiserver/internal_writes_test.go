@@ -87,6 +87,10 @@ func TestInternalCreatesAudited(t *testing.T) {
 		{"/api/v1/namespaces/default/services", "services", "default", "kubernetes"},
 		{"/apis/scheduling.k8s.io/v1/priorityclasses", "priorityclasses", "", "system-node-critical"},
 		{"/apis/scheduling.k8s.io/v1/priorityclasses", "priorityclasses", "", "system-cluster-critical"},
+		{"/apis/flowcontrol.apiserver.k8s.io/v1/prioritylevelconfigurations", "prioritylevelconfigurations", "", "exempt"},
+		{"/apis/flowcontrol.apiserver.k8s.io/v1/prioritylevelconfigurations", "prioritylevelconfigurations", "", "workload-low"},
+		{"/apis/flowcontrol.apiserver.k8s.io/v1/flowschemas", "flowschemas", "", "catch-all"},
+		{"/apis/flowcontrol.apiserver.k8s.io/v1/flowschemas", "flowschemas", "", "service-accounts"},
 	}
 	for _, ns := range apiserver.SystemNamespaces {
 		want = append(want, create{"/api/v1/namespaces", "namespaces", "", ns})
@@ -123,6 +127,20 @@ func TestInternalCreatesAudited(t *testing.T) {
 		if len(ev.RequestObject) == 0 || len(ev.ResponseObject) == 0 {
 			t.Errorf("%s %q: no request or response object at RequestResponse", w.resource, w.name)
 		}
+	}
+	// The FlowSchemas' Dangling condition: a server-side apply of the
+	// status by the same client.
+	var ev *audit.Event
+	for ; ; time.Sleep(20 * time.Millisecond) {
+		if ev = b.find("patch", "/apis/flowcontrol.apiserver.k8s.io/v1/flowschemas/exempt/status", "exempt"); ev != nil || time.Now().After(deadline) {
+			break
+		}
+	}
+	if ev == nil {
+		t.Errorf("no ResponseComplete audit event of the status patch of FlowSchema exempt")
+	} else if ev.User.Username != "system:apiserver" || !strings.HasPrefix(ev.UserAgent, "kube-apiserver/v1.37.2 (") ||
+		ev.ObjectRef.Subresource != "status" || ev.ResponseStatus == nil || ev.ResponseStatus.Code != 200 {
+		t.Errorf("status patch of FlowSchema exempt audited as %+v from %q, objectRef %+v, answered %+v", ev.User, ev.UserAgent, ev.ObjectRef, ev.ResponseStatus)
 	}
 }
 

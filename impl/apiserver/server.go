@@ -592,10 +592,7 @@ func New(cfg Config) (*Server, error) {
 		est := &flowcontrol.Estimator{Counts: counts, Watches: flowcontrol.NewWatchTracker(), ListFromStorage: cacher.DelegatesList,
 			DisableSizeBasedListCostEstimate: cfg.DisableSizeBasedListCostEstimate}
 		h = filters.WithPriorityAndFairness(h, codecs, fc, est)
-		if s.apf, err = newAPFConfig(s, fc); err != nil {
-			s.Close()
-			return nil, fmt.Errorf("apiserver: following the flow control configuration: %w", err)
-		}
+		s.apf = newAPFConfig(s, fc)
 	}
 	if s.objectCounts, err = newObjectCounts(reg, s.countedResources(), counts, !cfg.DisableSizeBasedListCostEstimate,
 		cfg.EtcdCountMetricPollPeriod, s.log); err != nil {

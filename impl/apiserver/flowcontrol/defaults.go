@@ -112,9 +112,11 @@ func DefaultFlowSchemas() []*flowcontrolv1.FlowSchema {
 	}
 }
 
-// UID is the fixed UID kubeproof gives the default object of kind and
-// name: a name-based (version 5 style) UUID, the same in every server and
-// run, so that response headers can be matched to objects.
+// UID is the fixed UID of the default object of kind and name in the
+// Controller's configuration until objects are read (and of a mandatory
+// object digested in place of a missing one): a name-based (version 5
+// style) UUID, the same in every server and run. The stored objects have
+// the UIDs their creates gave them, as kube-apiserver's.
 func UID(kind, name string) types.UID {
 	sum := sha1.Sum([]byte("flowcontrol.apiserver.k8s.io/" + kind + "/" + name))
 	sum[6] = sum[6]&0x0f | 0x50
