@@ -14,6 +14,7 @@ import (
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
 	"github.com/kubeproof/kubeproof/impl/kubelet/status"
@@ -210,64 +211,87 @@ func (k *Kubelet) reportRand() float64 {
 	return rand.Float64()
 }
 
+// nodeStatusUpdateRetry is how many times updateNodeStatus tries to post
+// the node's status before giving up until its next period (upstream's
+// kubelet's nodeStatusUpdateRetry).
+const nodeStatusUpdateRetry = 5
+
 // updateNodeStatus posts node status if it changed, if force, or if the
-// report frequency (moved by nodeReportDelay) elapsed; it retries once on
-// conflict with a fresh node, recording the node status events of each
-// attempt.
-// As upstream's kubelet, it compares against the Node as the API server
-// has it (read from the watch cache, resourceVersion "0"), not only its own
+// report frequency (moved by nodeReportDelay) elapsed. As upstream's
+// kubelet, it tries up to nodeStatusUpdateRetry times, at once, whatever
+// the error (a conflict, a 500, a timeout, a failed read), logging each
+// failure, and then returns "update node status exceeds retry count".
+func (k *Kubelet) updateNodeStatus(ctx context.Context, force bool) error {
+	var err error
+	for try := 0; try < nodeStatusUpdateRetry; try++ {
+		if err = k.tryUpdateNodeStatus(ctx, try, force); err == nil {
+			return nil
+		}
+		if ctx.Err() != nil {
+			// Shutting down: no point in the remaining tries.
+			return err
+		}
+		k.log.Error("Error updating node status, will retry", "err", err)
+	}
+	return fmt.Errorf("update node status exceeds retry count: %w", err)
+}
+
+// tryUpdateNodeStatus is one try of updateNodeStatus: it reads the Node,
+// computes its status, and patches nodes/NAME/status (nodeStatusPatch) if
+// the status changed, if force, or if a post is due; it records the node
+// status events of every try, against the node that try read.
+//
+// It compares against the Node as the API server has it, not only its own
 // last write: the node lifecycle controller may have set Ready=Unknown
 // meanwhile (a node that was cut off), and that must be corrected now, not
-// after the report frequency.
-func (k *Kubelet) updateNodeStatus(ctx context.Context, force bool) error {
+// after the report frequency. The first try reads the API server's watch
+// cache (resourceVersion "0"); the retries read from storage, in case the
+// failure came from a stale read. (Upstream's kubelet reads its first try
+// from its own node informer since Kubernetes 1.31 and from the API
+// server's cache before; ours keeps no node informer.)
+func (k *Kubelet) tryUpdateNodeStatus(ctx context.Context, try int, force bool) error {
+	opts := metav1.GetOptions{}
+	if try == 0 {
+		opts.ResourceVersion = "0"
+	}
+	node, err := k.client.CoreV1().Nodes().Get(ctx, k.cfg.NodeName, opts)
+	if err != nil {
+		return fmt.Errorf("error getting node %q: %w", k.cfg.NodeName, err)
+	}
 	now := k.clock.Now()
 	version, verr := k.rt.Version(ctx)
-	for attempt := 0; attempt < 2; attempt++ {
-		if attempt == 0 {
-			if cur, err := k.client.CoreV1().Nodes().Get(ctx, k.cfg.NodeName, metav1.GetOptions{ResourceVersion: "0"}); err == nil {
-				k.setNode(cur)
-			}
-		}
-		k.mu.Lock()
-		node := k.node
-		due := nodeReportDue(now, k.lastNodeReport, k.cfg.NodeStatusReportFrequency, k.nodeReportDelay)
-		k.mu.Unlock()
-		if node == nil {
-			return fmt.Errorf("node %s not registered", k.cfg.NodeName)
-		}
-		st := NodeStatus(&k.cfg, &node.Status, k.Pressure(), version, verr, now)
-		// On every attempt, against the node it was computed from, as
-		// upstream's status setters: a retry after a conflict records them
-		// again, or records those of a change another writer made meanwhile
-		// (the node lifecycle controller's Unknown).
-		k.recordNodeStatusEvents(nodeStatusEvents(node.Status.Conditions, st.Conditions))
-		k.recordSchedulableEvent(node.Spec.Unschedulable)
-		changed := force || nodeStatusChanged(&node.Status, &st)
-		if !changed && !due {
-			return nil
-		}
-		n := node.DeepCopy()
-		n.Status = st
-		updated, err := k.client.CoreV1().Nodes().UpdateStatus(ctx, n, metav1.UpdateOptions{})
-		if err == nil {
-			k.addresses.Store(&updated.Status.Addresses)
-			k.mu.Lock()
-			k.node = updated
-			k.lastNodeReport = now
-			k.nodeReportDelay = NextReportDelay(changed, k.cfg.NodeStatusReportFrequency, k.reportRand())
-			k.mu.Unlock()
-			return nil
-		}
-		if !apierrors.IsConflict(err) {
-			return fmt.Errorf("updating status of node %s: %w", k.cfg.NodeName, err)
-		}
-		fresh, gerr := k.client.CoreV1().Nodes().Get(ctx, k.cfg.NodeName, metav1.GetOptions{})
-		if gerr != nil {
-			return fmt.Errorf("re-reading node %s after conflict: %w", k.cfg.NodeName, gerr)
-		}
-		k.setNode(fresh)
+	k.mu.Lock()
+	due := nodeReportDue(now, k.lastNodeReport, k.cfg.NodeStatusReportFrequency, k.nodeReportDelay)
+	k.mu.Unlock()
+	st := NodeStatus(&k.cfg, &node.Status, k.Pressure(), version, verr, now)
+	// On every try, against the node it was computed from, as upstream's
+	// status setters: a retry records them again, or records those of a
+	// change another writer made meanwhile (the node lifecycle
+	// controller's Unknown).
+	k.recordNodeStatusEvents(nodeStatusEvents(node.Status.Conditions, st.Conditions))
+	k.recordSchedulableEvent(node.Spec.Unschedulable)
+	changed := force || nodeStatusChanged(&node.Status, &st)
+	if !changed && !due {
+		k.setNode(node)
+		return nil
 	}
-	return fmt.Errorf("updating status of node %s: conflict persisted", k.cfg.NodeName)
+	next := node.DeepCopy()
+	next.Status = st
+	patch, err := nodeStatusPatch(node, next)
+	if err != nil {
+		return err
+	}
+	updated, err := k.client.CoreV1().Nodes().Patch(ctx, k.cfg.NodeName, types.StrategicMergePatchType, patch, metav1.PatchOptions{}, "status")
+	if err != nil {
+		return fmt.Errorf("failed to patch status %q for node %q: %w", patch, k.cfg.NodeName, err)
+	}
+	k.addresses.Store(&updated.Status.Addresses)
+	k.mu.Lock()
+	k.node = updated
+	k.lastNodeReport = now
+	k.nodeReportDelay = NextReportDelay(changed, k.cfg.NodeStatusReportFrequency, k.reportRand())
+	k.mu.Unlock()
+	return nil
 }
 
 // renewLease creates or renews the node's Lease in kube-node-lease.

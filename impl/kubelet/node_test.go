@@ -52,13 +52,13 @@ func TestNodeStatusCorrectsExternalUnknown(t *testing.T) {
 		t.Fatalf("after the kubelet's status update Ready=%s, want True", readyStatus(n))
 	}
 	for _, c := range n.Status.Conditions {
-		if c.LastTransitionTime.Time != h.clock.Now() {
+		if !c.LastTransitionTime.Time.Equal(h.clock.Now()) {
 			t.Errorf("%s: transition time %v, want now (it changed from Unknown)", c.Type, c.LastTransitionTime)
 		}
 	}
 	// Unchanged and not due: no write.
 	writes := 0
-	h.client.PrependReactor("update", "nodes", func(clienttesting.Action) (bool, runtime.Object, error) {
+	h.client.PrependReactor("patch", "nodes", func(clienttesting.Action) (bool, runtime.Object, error) {
 		writes++
 		return false, nil, nil
 	})
@@ -167,7 +167,7 @@ func TestUnchangedNodeStatusPostedAtTheDrawnDelay(t *testing.T) {
 		}
 		var posts []time.Duration
 		start := h.clock.Now()
-		h.client.PrependReactor("update", "nodes", func(clienttesting.Action) (bool, runtime.Object, error) {
+		h.client.PrependReactor("patch", "nodes", func(clienttesting.Action) (bool, runtime.Object, error) {
 			posts = append(posts, h.clock.Now().Sub(start))
 			return false, nil, nil
 		})

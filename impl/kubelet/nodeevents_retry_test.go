@@ -1,6 +1,7 @@
 package kubelet
 
 import (
+	"errors"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
@@ -12,12 +13,13 @@ import (
 	"k8s.io/client-go/tools/record"
 )
 
-// A status update retried after a conflict records the node status events
-// again, against the node it re-read, as upstream's kubelet runs its status
-// setters (which record them) on every attempt: here the node lifecycle
+// A node status post retried after a failed write records the node status
+// events again, against the node it re-read, as upstream's kubelet runs its
+// status setters (which record them) on every try: here the node lifecycle
 // controller turned the node's conditions Unknown between the kubelet's
-// read and its write, so the retry records the pressure events and
-// NodeReady that the first attempt, reading the node still Ready, did not.
+// read and its patch, which then failed (a 500), so the retry records the
+// pressure events and NodeReady that the first try, reading the node still
+// Ready, did not.
 func TestNodeStatusEventsOnRetry(t *testing.T) {
 	rec := record.NewFakeRecorder(100)
 	h := newHarness(t, func(c *Config) { c.Recorder = rec })
@@ -25,13 +27,12 @@ func TestNodeStatusEventsOnRetry(t *testing.T) {
 		t.Fatal(err)
 	}
 	drain(rec)
-	conflicted := false
-	h.client.PrependReactor("update", "nodes", func(a k8stesting.Action) (bool, runtime.Object, error) {
-		u, ok := a.(k8stesting.UpdateAction)
-		if !ok || u.GetSubresource() != "status" || conflicted {
+	failed := false
+	h.client.PrependReactor("patch", "nodes", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		if a.GetSubresource() != "status" || failed {
 			return false, nil, nil
 		}
-		conflicted = true
+		failed = true
 		// The controller's write lands first.
 		gvr := schema.GroupVersionResource{Version: "v1", Resource: "nodes"}
 		obj, err := h.client.Tracker().Get(gvr, "", "node-7")
@@ -45,14 +46,14 @@ func TestNodeStatusEventsOnRetry(t *testing.T) {
 		if err := h.client.Tracker().Update(gvr, n, ""); err != nil {
 			return true, nil, err
 		}
-		return true, nil, apierrors.NewConflict(gvr.GroupResource(), "node-7", nil)
+		return true, nil, apierrors.NewInternalError(errors.New("etcdserver: request timed out"))
 	})
 	h.step(DefaultNodeStatusUpdateFrequency)
 	if err := h.k.updateNodeStatus(h.ctx, true); err != nil {
 		t.Fatal(err)
 	}
-	if !conflicted {
-		t.Fatal("no status update conflicted")
+	if !failed {
+		t.Fatal("no status patch failed")
 	}
 	sameEvents(t, "retry after the controller's write", drain(rec),
 		nodeStatusEvent("NodeHasSufficientMemory"), nodeStatusEvent("NodeHasNoDiskPressure"), nodeStatusEvent("NodeHasSufficientPID"),
