@@ -34,6 +34,7 @@ import (
 	"k8s.io/client-go/tools/remotecommand"
 	"k8s.io/client-go/util/exec"
 
+	"github.com/kubeproof/kubeproof/impl/fakeclient"
 	"github.com/kubeproof/kubeproof/impl/kubelet"
 	"github.com/kubeproof/kubeproof/impl/kubelet/podsync"
 	"github.com/kubeproof/kubeproof/impl/kubelet/runtime"
@@ -96,7 +97,12 @@ func newEnvWith(t *testing.T, auth func(client *fake.Clientset) *server.Auth, no
 	t.Helper()
 	before := goruntime.NumGoroutine()
 	ctx, cancel := context.WithCancel(context.Background())
-	client := fake.NewClientset()
+	// The kubelets' pod source trims and interns the pods its watch
+	// delivers in place, as client-go lets an informer transform do with a
+	// real client's freshly decoded objects; the fake tracker hands a new
+	// watch the pods it stores themselves (those created between the
+	// informer's list and its watch), so the watches must deliver copies.
+	client := fakeclient.CopyingWatches(fake.NewClientset())
 	opts := server.Options{FollowPollInterval: 10 * time.Millisecond}
 	if auth != nil {
 		opts.Auth = auth(client)
