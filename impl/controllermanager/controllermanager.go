@@ -66,6 +66,7 @@ import (
 	"github.com/kubeproof/kubeproof/impl/controller/replicaset"
 	"github.com/kubeproof/kubeproof/impl/controller/resourcequota"
 	"github.com/kubeproof/kubeproof/impl/controller/serviceaccount"
+	"github.com/kubeproof/kubeproof/impl/healthz"
 	"github.com/kubeproof/kubeproof/impl/intern"
 	"github.com/kubeproof/kubeproof/impl/secureserving"
 )
@@ -407,8 +408,10 @@ func RunWithClients(ctx context.Context, clients Clients, cfg Config) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var reg prometheus.Registerer
+	var health *healthz.Mutable
 	if cfg.MetricsAddr != "" || cfg.SecureServing != nil {
-		mux, r := metricsMux()
+		health = healthz.NewMutable("/healthz", slog.Default())
+		mux, r := metricsMux(health)
 		reg = r
 		if cfg.MetricsAddr != "" {
 			ln, err := net.Listen("tcp", cfg.MetricsAddr)
@@ -438,15 +441,22 @@ func RunWithClients(ctx context.Context, clients Clients, cfg Config) error {
 		}
 	}
 	if !cfg.LeaderElect {
-		return runControllers(ctx, clients, cfg, reg)
+		return runControllers(ctx, clients, cfg, reg, health)
 	}
-	return runElected(ctx, clients, cfg, reg)
+	return runElected(ctx, clients, cfg, reg, health)
 }
 
 // ErrLostLeadership is returned when another controller manager took over.
 var ErrLostLeadership = errors.New("controller manager: leader election lost")
 
-func runElected(ctx context.Context, clients Clients, cfg Config, reg prometheus.Registerer) error {
+func runElected(ctx context.Context, clients Clients, cfg Config, reg prometheus.Registerer, health *healthz.Mutable) error {
+	// The elector's watchdog is /healthz's "leaderElection" check, as
+	// kube-controller-manager's (failing when this instance leads and has
+	// not renewed its Lease 20 s past its duration).
+	watchDog := leaderelection.NewLeaderHealthzAdaptor(leaderElectionHealthTimeout)
+	if health != nil {
+		health.Add(watchDog)
+	}
 	lock := &resourcelock.LeaseLock{
 		LeaseMeta:  metav1.ObjectMeta{Namespace: cfg.Election.Namespace, Name: cfg.Election.Name},
 		Client:     clients.Kube.CoordinationV1(),
@@ -466,6 +476,7 @@ func runElected(ctx context.Context, clients Clients, cfg Config, reg prometheus
 		RetryPeriod:     cfg.Election.RetryPeriod,
 		ReleaseOnCancel: true,
 		Name:            cfg.Election.Name,
+		WatchDog:        watchDog,
 		Callbacks: leaderelection.LeaderCallbacks{
 			OnStartedLeading: func(lctx context.Context) {
 				mu.Lock()
@@ -477,7 +488,7 @@ func runElected(ctx context.Context, clients Clients, cfg Config, reg prometheus
 				mu.Unlock()
 				defer close(finished)
 				slog.Info("controller manager: became leader", "identity", cfg.Election.Identity)
-				err := runControllers(lctx, clients, cfg, reg)
+				err := runControllers(lctx, clients, cfg, reg, health)
 				mu.Lock()
 				runErr = err
 				mu.Unlock()
@@ -511,7 +522,7 @@ func runElected(ctx context.Context, clients Clients, cfg Config, reg prometheus
 // informers and returns when ctx is done and all have stopped. reg, when
 // set, gets the node lifecycle controller's zone metrics and the pod
 // garbage collector's counters while they run.
-func runControllers(ctx context.Context, root Clients, cfg Config, reg prometheus.Registerer) error {
+func runControllers(ctx context.Context, root Clients, cfg Config, reg prometheus.Registerer, health *healthz.Mutable) error {
 	// Events go out through the client of the controller that records
 	// them, one broadcaster per controller, as upstream's controllers.
 	var broadcasters []record.EventBroadcaster
@@ -540,7 +551,9 @@ func runControllers(ctx context.Context, root Clients, cfg Config, reg prometheu
 	defer useExternalPodInformer(factory, cfg.PodInformer, cfg.ResyncPeriod)()
 	clk := cfg.Clock
 
+	// runs are the enabled controllers' loops; started their names.
 	var runs []func(context.Context) error
+	var started []string
 	if cfg.Enabled(NodeLifecycle) {
 		clients, err := clientsOf(NodeLifecycle)
 		if err != nil {
@@ -562,6 +575,7 @@ func runControllers(ctx context.Context, root Clients, cfg Config, reg prometheu
 			}
 			defer reg.Unregister(c)
 		}
+		started = append(started, NodeLifecycle)
 		runs = append(runs, func(ctx context.Context) error { return c.Run(ctx, cfg.ConcurrentTaintSyncs) })
 	}
 	if cfg.Enabled(PodGC) {
@@ -577,6 +591,7 @@ func runControllers(ctx context.Context, root Clients, cfg Config, reg prometheu
 			}
 			defer reg.Unregister(c.Metrics())
 		}
+		started = append(started, PodGC)
 		runs = append(runs, c.Run)
 	}
 	if cfg.Enabled(Endpoint) {
@@ -589,6 +604,7 @@ func runControllers(ctx context.Context, root Clients, cfg Config, reg prometheu
 		if err != nil {
 			return err
 		}
+		started = append(started, Endpoint)
 		runs = append(runs, func(ctx context.Context) error { return c.Run(ctx, cfg.ConcurrentEndpointSyncs) })
 	}
 	if cfg.Enabled(EndpointSlice) {
@@ -602,6 +618,7 @@ func runControllers(ctx context.Context, root Clients, cfg Config, reg prometheu
 		if err != nil {
 			return err
 		}
+		started = append(started, EndpointSlice)
 		runs = append(runs, func(ctx context.Context) error { return c.Run(ctx, cfg.ConcurrentServiceEndpointSyncs) })
 	}
 	if cfg.Enabled(EndpointSliceMirroring) {
@@ -616,6 +633,7 @@ func runControllers(ctx context.Context, root Clients, cfg Config, reg prometheu
 		if err != nil {
 			return err
 		}
+		started = append(started, EndpointSliceMirroring)
 		runs = append(runs, func(ctx context.Context) error { return c.Run(ctx, cfg.MirroringConcurrentServiceEndpointSyncs) })
 	}
 	if cfg.Enabled(Namespace) {
@@ -624,6 +642,7 @@ func runControllers(ctx context.Context, root Clients, cfg Config, reg prometheu
 			return err
 		}
 		c := namespace.New(clients.Kube, clients.Dynamic, clients.Discovery, factory.Core().V1().Namespaces())
+		started = append(started, Namespace)
 		runs = append(runs, func(ctx context.Context) error { return c.Run(ctx, cfg.ConcurrentNamespaceSyncs) })
 	}
 	if cfg.Enabled(GarbageCollector) {
@@ -645,6 +664,7 @@ func runControllers(ctx context.Context, root Clients, cfg Config, reg prometheu
 			}
 		}
 		gc := garbagecollector.New(clients.Metadata, clients.Discovery, recorder(clients, "garbage-collector-controller"), gcCfg)
+		started = append(started, GarbageCollector)
 		runs = append(runs, gc.Run)
 	}
 	if cfg.Enabled(ReplicaSet) {
@@ -653,6 +673,7 @@ func runControllers(ctx context.Context, root Clients, cfg Config, reg prometheu
 			return err
 		}
 		c := replicaset.New(clients.Kube, factory.Apps().V1().ReplicaSets(), factory.Core().V1().Pods(), recorder(clients, "replicaset-controller"), clk)
+		started = append(started, ReplicaSet)
 		runs = append(runs, func(ctx context.Context) error { return c.Run(ctx, cfg.ConcurrentReplicaSetSyncs) })
 	}
 	if cfg.Enabled(Deployment) {
@@ -661,6 +682,7 @@ func runControllers(ctx context.Context, root Clients, cfg Config, reg prometheu
 			return err
 		}
 		c := deployment.New(clients.Kube, factory.Apps().V1().Deployments(), factory.Apps().V1().ReplicaSets(), factory.Core().V1().Pods(), recorder(clients, "deployment-controller"), clk)
+		started = append(started, Deployment)
 		runs = append(runs, func(ctx context.Context) error { return c.Run(ctx, cfg.ConcurrentDeploymentSyncs) })
 	}
 	if cfg.Enabled(ResourceQuota) {
@@ -676,6 +698,7 @@ func runControllers(ctx context.Context, root Clients, cfg Config, reg prometheu
 		if err != nil {
 			return err
 		}
+		started = append(started, ResourceQuota)
 		runs = append(runs, func(ctx context.Context) error { return c.Run(ctx, cfg.ConcurrentResourceQuotaSyncs) })
 	}
 	if cfg.Enabled(Disruption) {
@@ -688,6 +711,7 @@ func runControllers(ctx context.Context, root Clients, cfg Config, reg prometheu
 		if err != nil {
 			return err
 		}
+		started = append(started, Disruption)
 		runs = append(runs, func(ctx context.Context) error { return c.Run(ctx, 2) })
 	}
 	// Service account token secrets are watched (and cached) apart from
@@ -706,6 +730,7 @@ func runControllers(ctx context.Context, root Clients, cfg Config, reg prometheu
 		if err != nil {
 			return err
 		}
+		started = append(started, ServiceAccountToken)
 		runs = append(runs, func(ctx context.Context) error { return c.Run(ctx, cfg.ConcurrentSATokenSyncs) })
 	}
 	if cfg.Enabled(LegacyServiceAccountTokenCleaner) {
@@ -722,6 +747,7 @@ func runControllers(ctx context.Context, root Clients, cfg Config, reg prometheu
 		if err != nil {
 			return fmt.Errorf("controller manager: %w", err)
 		}
+		started = append(started, LegacyServiceAccountTokenCleaner)
 		runs = append(runs, c.Run)
 	}
 	if tokenSecrets != nil {
@@ -733,6 +759,7 @@ func runControllers(ctx context.Context, root Clients, cfg Config, reg prometheu
 			return err
 		}
 		c := serviceaccount.NewServiceAccounts(clients.Kube, factory.Core().V1().Namespaces(), factory.Core().V1().ServiceAccounts())
+		started = append(started, ServiceAccount)
 		runs = append(runs, func(ctx context.Context) error { return c.Run(ctx, cfg.ConcurrentServiceAccountSyncs) })
 	}
 	if cfg.Enabled(RootCAPublisher) && len(cfg.RootCA) > 0 {
@@ -748,6 +775,7 @@ func runControllers(ctx context.Context, root Clients, cfg Config, reg prometheu
 			return err
 		}
 		cms.Start(ctx.Done())
+		started = append(started, RootCAPublisher)
 		runs = append(runs, func(ctx context.Context) error { return c.Run(ctx, cfg.ConcurrentServiceAccountSyncs) })
 	}
 	if cfg.Enabled(CSRApproving) {
@@ -759,6 +787,7 @@ func runControllers(ctx context.Context, root Clients, cfg Config, reg prometheu
 		if err != nil {
 			return err
 		}
+		started = append(started, CSRApproving)
 		runs = append(runs, func(ctx context.Context) error { return c.Run(ctx, 1) })
 	}
 	if cfg.Enabled(CSRSigning) && len(cfg.ClusterSigningCert) > 0 && len(cfg.ClusterSigningKey) > 0 {
@@ -774,6 +803,7 @@ func runControllers(ctx context.Context, root Clients, cfg Config, reg prometheu
 		if err != nil {
 			return err
 		}
+		started = append(started, CSRSigning)
 		runs = append(runs, func(ctx context.Context) error { return c.Run(ctx, 1) })
 	}
 	if cfg.Enabled(CSRCleaner) {
@@ -782,6 +812,7 @@ func runControllers(ctx context.Context, root Clients, cfg Config, reg prometheu
 			return err
 		}
 		c := certificates.NewCleaner(clients.Kube, factory.Certificates().V1().CertificateSigningRequests(), clk)
+		started = append(started, CSRCleaner)
 		runs = append(runs, c.Run)
 	}
 	if cfg.Enabled(ClusterRoleAggregation) {
@@ -793,9 +824,13 @@ func runControllers(ctx context.Context, root Clients, cfg Config, reg prometheu
 		if err != nil {
 			return err
 		}
+		started = append(started, ClusterRoleAggregation)
 		runs = append(runs, func(ctx context.Context) error { return c.Run(ctx, clusterroleaggregation.DefaultWorkers) })
 	}
 	factory.Start(ctx.Done())
+	if health != nil {
+		health.Add(controllerHealthChecks(started)...)
+	}
 
 	var wg sync.WaitGroup
 	errs := make([]error, len(runs))
@@ -812,14 +847,39 @@ func runControllers(ctx context.Context, root Clients, cfg Config, reg prometheu
 	return errors.Join(errs...)
 }
 
+// leaderElectionHealthTimeout is how long past its lease duration a
+// leader may go without renewing before /healthz fails
+// (kube-controller-manager's 20 s).
+const leaderElectionHealthTimeout = 20 * time.Second
+
+// controllerHealthChecks are the /healthz checks of the started
+// controllers, one passing check per controller named by its
+// kube-controller-manager canonical name, as upstream's
+// NamedPingChecker for controllers without a health check of their own.
+func controllerHealthChecks(started []string) []healthz.Check {
+	checks := make([]healthz.Check, 0, len(started))
+	for _, name := range started {
+		for _, c := range upstreamControllers {
+			if c.ours == name {
+				name = c.name
+				break
+			}
+		}
+		checks = append(checks, healthz.NamedCheck(name, func(*http.Request) error { return nil }))
+	}
+	return checks
+}
+
 // metricsMux serves /metrics from a new registry of the manager's metrics
-// and /healthz, as kube-controller-manager's base handler.
-func metricsMux() (*http.ServeMux, *prometheus.Registry) {
+// and /healthz (health: the leader election check, then each started
+// controller's), as kube-controller-manager's base handler: /healthz only,
+// no /livez, /readyz or per-check paths.
+func metricsMux(health http.Handler) (*http.ServeMux, *prometheus.Registry) {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	registerWorkqueueMetrics(reg)
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) })
+	mux.Handle("/healthz", health)
 	return mux, reg
 }
