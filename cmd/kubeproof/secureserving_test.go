@@ -207,6 +207,7 @@ func TestSecureServingFlagDefaults(t *testing.T) {
 			"client-ca-file": "", "authentication-kubeconfig": "", "authentication-skip-lookup": "false",
 			"authentication-tolerate-lookup-failure": "false", "authorization-kubeconfig": "",
 			"authorization-always-allow-paths": "[/healthz,/readyz,/livez]", "metrics-bind-address": "",
+			"tls-cipher-suites": "[]", "tls-min-version": "", "tls-sni-cert-key": "[]",
 		} {
 			if got := f.Lookup(flag); got == nil || got.DefValue != want {
 				t.Errorf("%s --%s: %v, want default %q", name, flag, got, want)

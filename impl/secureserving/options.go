@@ -2,7 +2,9 @@
 // scheduler and controller manager, as kube-scheduler's and
 // kube-controller-manager's: --secure-port and --bind-address, a
 // certificate from --tls-cert-file/--tls-private-key-file or generated
-// self-signed (in memory, or under --cert-dir), and every request
+// self-signed (in memory, or under --cert-dir), more by SNI
+// (--tls-sni-cert-key), --tls-min-version and --tls-cipher-suites, and
+// every request
 // authenticated (a front proxy's headers when --requestheader-client-ca-file
 // verifies its client certificate, a client certificate against
 // --client-ca-file, a bearer token by a TokenReview to the API server
@@ -26,6 +28,7 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+	cliflag "k8s.io/component-base/cli/flag"
 )
 
 // Options are the secure serving, authentication and authorization flags.
@@ -44,6 +47,13 @@ type Options struct {
 	// TLSCertFile and TLSPrivateKeyFile, when given, are the serving
 	// certificate (CertDir is then unused).
 	TLSCertFile, TLSPrivateKeyFile string
+	// TLSCipherSuites (empty: Go's defaults) and TLSMinVersion (empty:
+	// VersionTLS12) are upstream's names.
+	TLSCipherSuites []string
+	TLSMinVersion   string
+	// SNICertKeys are served to clients asking for their names; others
+	// get the default certificate.
+	SNICertKeys []cliflag.NamedCertKey
 
 	// ClientCAFile verifies client certificates (user CN, groups O).
 	ClientCAFile string
@@ -125,6 +135,9 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.CertDir, "cert-dir", o.CertDir, "directory of the self-signed serving certificate ("+o.PairName+".crt and .key, generated when missing); empty: generated in memory. Unused with --tls-cert-file")
 	fs.StringVar(&o.TLSCertFile, "tls-cert-file", o.TLSCertFile, "PEM serving certificate (followed by its intermediates); with --tls-private-key-file, replaces the self-signed one")
 	fs.StringVar(&o.TLSPrivateKeyFile, "tls-private-key-file", o.TLSPrivateKeyFile, "PEM private key of --tls-cert-file")
+	fs.StringSliceVar(&o.TLSCipherSuites, "tls-cipher-suites", o.TLSCipherSuites, "comma-separated cipher suites of the server (empty: Go's defaults). Preferred values: "+strings.Join(cliflag.PreferredTLSCipherNames(), ", ")+". Insecure values: "+strings.Join(cliflag.InsecureTLSCipherNames(), ", ")+".")
+	fs.StringVar(&o.TLSMinVersion, "tls-min-version", o.TLSMinVersion, "minimum TLS version (empty: VersionTLS12). Possible values: "+strings.Join(cliflag.TLSPossibleVersions(), ", "))
+	fs.Var(cliflag.NewNamedCertKeyArray(&o.SNICertKeys), "tls-sni-cert-key", "a certificate and key file served to clients asking (SNI) for the names after ':' (none: the certificate's own DNS names and domain CommonName; '*.' a wildcard); exact names before wildcards, given names before extracted ones; repeat for more pairs. Examples: \"example.crt,example.key\" or \"foo.crt,foo.key:*.foo.com,foo.com\"")
 	fs.StringVar(&o.ClientCAFile, "client-ca-file", o.ClientCAFile, "PEM CA bundle: a client certificate it signs authenticates its CommonName as user, its Organizations as groups")
 	fs.StringVar(&o.AuthenticationKubeconfig, "authentication-kubeconfig", o.AuthenticationKubeconfig, "kubeconfig of the API server that reviews bearer tokens (tokenreviews create); empty: tokens are ignored and requests without a client certificate are anonymous")
 	fs.BoolVar(&o.AuthenticationSkipLookup, "authentication-skip-lookup", o.AuthenticationSkipLookup, "do not read the client CA from kube-system/extension-apiserver-authentication when --client-ca-file is empty")
@@ -154,6 +167,12 @@ func (o *Options) Validate() error {
 	}
 	if (o.TLSCertFile == "") != (o.TLSPrivateKeyFile == "") {
 		errs = append(errs, errors.New("--tls-cert-file and --tls-private-key-file go together"))
+	}
+	if _, err := cliflag.TLSVersion(o.TLSMinVersion); err != nil {
+		errs = append(errs, fmt.Errorf("--tls-min-version: %w", err))
+	}
+	if _, err := cliflag.TLSCipherSuites(o.TLSCipherSuites); err != nil {
+		errs = append(errs, fmt.Errorf("--tls-cipher-suites: %w", err))
 	}
 	return errors.Join(errs...)
 }

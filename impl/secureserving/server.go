@@ -94,7 +94,10 @@ func New(ctx context.Context, o *Options, log *slog.Logger) (*Server, error) {
 	} else {
 		log.Warn("no --authorization-kubeconfig: only the always-allowed paths and groups are authorized")
 	}
-	tlsConfig := &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12, NextProtos: []string{"h2", "http/1.1"}}
+	tlsConfig := &tls.Config{Certificates: []tls.Certificate{cert}, NextProtos: []string{"h2", "http/1.1"}}
+	if err := tlsSettings(tlsConfig, o, log); err != nil {
+		return nil, err
+	}
 	if authn.clientCAs != nil || authn.requestHeader != nil {
 		// Verified by the authenticator, so that a bad certificate is a
 		// 401 rather than a failed handshake (as upstream).
