@@ -47,6 +47,10 @@ type WriteResult struct {
 	// is the whole stack's cost of one operation, which, unlike Rate,
 	// barely moves with the load other processes put on the machine.
 	ProcessCPUPerOp time.Duration `json:"process_cpu_per_op,omitempty"`
+	// ClientCPUOnly says the API server and etcd ran in other processes
+	// (--kubeconfig): ProcessCPUPerOp is the benchmark clients' alone,
+	// not comparable with a stack's cost.
+	ClientCPUOnly bool `json:"client_cpu_only,omitempty"`
 }
 
 // payload1KiB is the data of every benchmark ConfigMap: 1 KiB, as in the

@@ -47,6 +47,10 @@ type WritesConfig struct {
 	// one "-", e.g. PATH.apiserver-protobuf-http2.c64), so the API rows can
 	// be read against the raw Txn rows of the same level.
 	CPUProfile string
+	// ServersElsewhere says API and Etcd are servers in other processes
+	// (--kubeconfig), so the process CPU measured is the clients'; every
+	// result says so (WriteResult.ClientCPUOnly).
+	ServersElsewhere bool
 	// Progress, if set, is called after each measurement.
 	Progress func(WriteResult)
 }
@@ -117,6 +121,7 @@ func runWriteLevels(ctx context.Context, cfg WritesConfig, kind, namePrefix stri
 	}()
 	var results []WriteResult
 	record := func(r WriteResult) {
+		r.ClientCPUOnly = cfg.ServersElsewhere
 		results = append(results, r)
 		if cfg.Progress != nil {
 			cfg.Progress(r)

@@ -233,3 +233,29 @@ func TestWriteShares(t *testing.T) {
 		}
 	}
 }
+
+// TestWriteSharesClientCPUOnly: against --kubeconfig's servers the process
+// CPU is the benchmark clients' alone, so no share by CPU is given (before,
+// a walk against a separate 'kubeproof apiserver' printed client-go's
+// client CPU over clientv3's, 0.54, as the share by CPU), and the table
+// says why.
+func TestWriteSharesClientCPUOnly(t *testing.T) {
+	results := []WriteResult{
+		{Target: "etcd Txn", Client: "clientv3", Clients: 16, Rate: 3689, ProcessCPUPerOp: 76 * time.Microsecond, ClientCPUOnly: true},
+		{Target: "apiserver (protobuf)", Client: "client-go", Clients: 16, Rate: 1294, ProcessCPUPerOp: 141 * time.Microsecond, ClientCPUOnly: true},
+	}
+	shares := WriteShares(results)
+	if len(shares) != 1 || shares[0].CPUShare != 0 || shares[0].RateShare == 0 {
+		t.Fatalf("WriteShares: %+v, want one share by rate and none by CPU", shares)
+	}
+	var b strings.Builder
+	WriteShareTable(&b, results)
+	for _, line := range []string{
+		"| 16 | apiserver (protobuf) | client-go | 1294 | 3689 | 35% | 141 µs / 76 µs | — |",
+		"process CPU is the benchmark clients' alone",
+	} {
+		if !strings.Contains(b.String(), line) {
+			t.Errorf("table lacks %q:\n%s", line, b.String())
+		}
+	}
+}

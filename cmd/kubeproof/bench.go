@@ -446,6 +446,7 @@ func runWritesWorkload(ctx context.Context, out io.Writer, workload, kubeconfig 
 	}
 	return run(ctx, bench.WritesConfig{
 		API: api, Etcd: etcd, EtcdInProcess: etcdInProcess, Clients: clients, Duration: d, CPUProfile: cpuProfile,
+		ServersElsewhere: c == nil,
 		Progress: func(r bench.WriteResult) {
 			fmt.Fprintf(out, "%-28s clients=%-4d %8.0f/s  p50 %6.1f ms  p99 %6.1f ms  errors %d  process CPU %4.0f µs/op\n", r.Target, r.Clients, r.Rate,
 				float64(r.Latencies.P50)/1e6, float64(r.Latencies.P99)/1e6, r.Errors, float64(r.ProcessCPUPerOp)/1e3)
