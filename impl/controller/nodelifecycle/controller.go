@@ -12,6 +12,11 @@
 // partial disruption slows down or stops, and when every zone is fully
 // disrupted the taints are removed and tainting stops altogether.
 //
+// The NoExecute taints follow the Ready status a monitor pass read, the
+// NoSchedule ones the conditions it leaves (NoExecuteReady): when the
+// controller turns Ready from True to Unknown, the next pass queues the
+// node for its NoExecute taint, as upstream's processTaintBaseEviction.
+//
 // A node's pods are marked not Ready (with the node's NodeNotReady event)
 // only on the pass on which the controller itself turns the node's Ready
 // from True to Unknown, and on later passes while an earlier marking failed
@@ -250,7 +255,10 @@ func (c *Controller) MonitorNodes(ctx context.Context) {
 			conds = dec.Conditions
 		}
 		ready := conditionStatus(conds, corev1.NodeReady)
-		if ready == corev1.ConditionTrue {
+		observed := conditionStatus(node.Status.Conditions, corev1.NodeReady)
+		if observed == corev1.ConditionTrue {
+			// Read Ready: no NoExecute taint is due (NoExecuteReady), also
+			// when this pass turns it Unknown.
 			c.dequeueTainting(node.Name)
 		}
 		if !ExcludedFromDisruption(node) {

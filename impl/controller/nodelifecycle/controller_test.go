@@ -110,6 +110,19 @@ func TestUnreachableNodeTaintedAndPodsEvictedOnTime(t *testing.T) {
 	clk.Step(11 * time.Second) // 41 s without a heartbeat or a lease renewal
 	renewLease(t, ctx, client, c, "n2", clk.Now())
 	c.MonitorNodes(ctx)
+	c.TaintingPass(ctx)
+	// The pass turned Ready Unknown: the NoSchedule taint now, the
+	// NoExecute one queued by the next pass, which reads Unknown.
+	if ts := taintSet(node().Spec.Taints); !ts[TaintUnreachable+":NoSchedule"] || ts[TaintUnreachable+":NoExecute"] {
+		t.Fatalf("taints after the pass turning n1 Unknown: %v", ts)
+	}
+	waitFor(t, "n1 Unknown in the cache", func() bool {
+		cached, err := c.nodeLister.Get("n1")
+		return err == nil && conditionStatus(cached.Status.Conditions, corev1.NodeReady) == corev1.ConditionUnknown
+	})
+	clk.Step(time.Second)
+	renewLease(t, ctx, client, c, "n2", clk.Now())
+	c.MonitorNodes(ctx)
 	c.TaintingPass(ctx) // Run's tainting ticker may have done it first
 	waitFor(t, "the unreachable NoExecute taint", func() bool { return taintSet(node().Spec.Taints)[TaintUnreachable+":NoExecute"] })
 	n := node()

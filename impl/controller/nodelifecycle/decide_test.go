@@ -75,9 +75,22 @@ func TestLeaseGracePeriod(t *testing.T) {
 	if c := d.Conditions[2]; c.Status != corev1.ConditionUnknown || c.Reason != "NodeStatusNeverUpdated" {
 		t.Fatalf("missing conditions must be added as never updated: %+v", c)
 	}
+	// The NoSchedule taint follows the conditions at once; the NoExecute
+	// one the Ready read, Unknown from the next pass on.
 	ts := taintSet(d.Taints)
-	if !ts[TaintUnreachable+":NoExecute"] || !ts[TaintUnreachable+":NoSchedule"] || len(ts) != 2 {
+	if !ts[TaintUnreachable+":NoSchedule"] || len(ts) != 1 {
 		t.Fatalf("taints %v", ts)
+	}
+	next := node.DeepCopy()
+	next.Status.Conditions, next.Spec.Taints = d.Conditions, d.Taints
+	now = now.Add(5 * time.Second)
+	d = DecideNode(next, lease(t0.Add(100*time.Second)), &d.Health, now, timing)
+	if d.Conditions != nil {
+		t.Fatalf("conditions written again: %+v", d.Conditions)
+	}
+	ts = taintSet(d.Taints)
+	if !ts[TaintUnreachable+":NoExecute"] || !ts[TaintUnreachable+":NoSchedule"] || len(ts) != 2 {
+		t.Fatalf("taints on the next pass %v", ts)
 	}
 	for _, tt := range d.Taints {
 		if tt.Effect == corev1.TaintEffectNoExecute && (tt.TimeAdded == nil || !tt.TimeAdded.Time.Equal(now)) {

@@ -108,11 +108,28 @@ func DecideNode(node *corev1.Node, lease *coordinationv1.Lease, prev *Health, no
 	if ready != nil {
 		observed = ready.Status
 	}
-	dec.RecordNotReady, dec.MarkPodsNotReady = DecideNotReady(observed, readyCondition(conds), h.RetryMarkPods)
-	if taints, changed := desiredTaints(node.Spec.Taints, conds, node.Spec.Unschedulable, now); changed {
+	current := readyCondition(conds)
+	dec.RecordNotReady, dec.MarkPodsNotReady = DecideNotReady(observed, current, h.RetryMarkPods)
+	if taints, changed := desiredTaints(node.Spec.Taints, conds, NoExecuteReady(observed, current), node.Spec.Unschedulable, now); changed {
 		dec.Taints = taints
 	}
 	return dec
+}
+
+// NoExecuteReady is the Ready status the not-ready/unreachable NoExecute
+// taint of a node follows after a monitor pass: the status the pass read
+// (observed, Unknown for a node without a Ready condition), not the one it
+// wrote (current), as upstream's processTaintBaseEviction, which is given
+// the observed condition. So when the controller turns Ready from True to
+// Unknown, the unreachable NoSchedule taint comes at once (it follows the
+// conditions) and the NoExecute one is queued by the next pass, which reads
+// Unknown. "" (the node still has no Ready condition) leaves the NoExecute
+// taints as they are.
+func NoExecuteReady(observed corev1.ConditionStatus, current *corev1.NodeCondition) corev1.ConditionStatus {
+	if current == nil {
+		return ""
+	}
+	return observed
 }
 
 // kubeletConditions are the conditions a silent kubelet leaves Unknown.
@@ -162,7 +179,11 @@ var managedKeys = map[string]bool{
 	TaintPIDPressure: true, TaintNetworkUnavailable: true, TaintUnschedulable: true,
 }
 
-func desiredTaints(current []corev1.Taint, conds []corev1.NodeCondition, unschedulable bool, now time.Time) ([]corev1.Taint, bool) {
+// desiredTaints returns the node's taints as they should be, and whether
+// that changes them: the NoSchedule condition taints and the unschedulable
+// taint follow conds and unschedulable; the not-ready/unreachable NoExecute
+// taint follows noExecuteReady (NoExecuteReady; "" keeps the current ones).
+func desiredTaints(current []corev1.Taint, conds []corev1.NodeCondition, noExecuteReady corev1.ConditionStatus, unschedulable bool, now time.Time) ([]corev1.Taint, bool) {
 	type keyEffect struct {
 		key    string
 		effect corev1.TaintEffect
@@ -170,11 +191,21 @@ func desiredTaints(current []corev1.Taint, conds []corev1.NodeCondition, unsched
 	want := map[keyEffect]bool{}
 	switch conditionStatus(conds, corev1.NodeReady) {
 	case corev1.ConditionFalse:
-		want[keyEffect{TaintNotReady, corev1.TaintEffectNoExecute}] = true
 		want[keyEffect{TaintNotReady, corev1.TaintEffectNoSchedule}] = true
 	case corev1.ConditionUnknown:
-		want[keyEffect{TaintUnreachable, corev1.TaintEffectNoExecute}] = true
 		want[keyEffect{TaintUnreachable, corev1.TaintEffectNoSchedule}] = true
+	}
+	switch noExecuteReady {
+	case corev1.ConditionFalse:
+		want[keyEffect{TaintNotReady, corev1.TaintEffectNoExecute}] = true
+	case corev1.ConditionUnknown:
+		want[keyEffect{TaintUnreachable, corev1.TaintEffectNoExecute}] = true
+	case "":
+		for _, t := range current {
+			if isConditionNoExecute(t) {
+				want[keyEffect{t.Key, t.Effect}] = true
+			}
+		}
 	}
 	for ct, key := range map[corev1.NodeConditionType]string{
 		corev1.NodeMemoryPressure: TaintMemoryPressure, corev1.NodeDiskPressure: TaintDiskPressure,

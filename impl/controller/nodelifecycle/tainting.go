@@ -158,7 +158,7 @@ func (c *Controller) TaintingPass(ctx context.Context) {
 			c.dequeueTainting(w.node)
 			continue
 		}
-		taints, changed := desiredTaints(node.Spec.Taints, node.Status.Conditions, node.Spec.Unschedulable, now)
+		taints, changed := desiredTaints(node.Spec.Taints, node.Status.Conditions, ready, node.Spec.Unschedulable, now)
 		if !changed {
 			continue
 		}
