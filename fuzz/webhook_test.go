@@ -504,7 +504,7 @@ func (w *webhookServer) register(s *liveServer) error {
 		hook := map[string]any{
 			"name":                    h.name,
 			"clientConfig":            cc,
-			"rules":                   []any{map[string]any{"operations": []string{"CREATE", "UPDATE", "DELETE"}, "apiGroups": []string{""}, "apiVersions": []string{"v1"}, "resources": []string{"configmaps", "pods", "namespaces"}}},
+			"rules":                   []any{map[string]any{"operations": []string{"CREATE", "UPDATE", "DELETE"}, "apiGroups": []string{""}, "apiVersions": []string{"v1"}, "resources": []string{"configmaps", "pods", "namespaces", "namespaces/status", "namespaces/finalize", "nodes"}}},
 			"failurePolicy":           policy,
 			"sideEffects":             "None",
 			"admissionReviewVersions": h.variant.versions,
@@ -602,6 +602,10 @@ var webhookPaths = map[string][]string{
 		selectorPaths[0], selectorPaths[1], selectorPaths[0], selectorPaths[1]},
 	"Namespace": {"/metadata/labels/tier", "/metadata/labels/fuzz-webhook", "/metadata/labels/kubernetes.io~1metadata.name", "/metadata/labels",
 		"/metadata/annotations/a", "/spec/finalizers/-", "/status/phase", "/kind", "/metadata/labels/l",
+		selectorPaths[0], selectorPaths[1], selectorPaths[0], selectorPaths[1]},
+	// A Node: cluster-scoped, so every namespaceSelector matches it.
+	"Node": {"/metadata/labels/l", "/metadata/annotations/a", "/metadata/name", "/metadata/namespace", "/metadata/labels",
+		"/spec/unschedulable", "/spec/taints/-", "/spec/podCIDR", "/kind", "/apiVersion",
 		selectorPaths[0], selectorPaths[1], selectorPaths[0], selectorPaths[1]},
 	"Pod": {"/spec/containers/0/image", "/spec/containers/0/name", "/spec/containers/-", "/spec/containers/1", "/spec/nodeName",
 		"/spec/restartPolicy", "/spec/containers/0/resources/limits/cpu", "/spec/activeDeadlineSeconds", "/spec/tolerations/-",
@@ -758,9 +762,9 @@ func buildAnswer(in *input, kind string, mutating bool) hookAnswer {
 // webhookTemplate is the object an input writes, by kind.
 func webhookTemplate(kind, ns, name string, labels map[string]string, in *input) map[string]any {
 	meta := map[string]any{"name": name, "namespace": ns, "labels": labels}
-	if kind == "Namespace" {
+	if kind == "Namespace" || kind == "Node" {
 		delete(meta, "namespace")
-		return map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": meta}
+		return map[string]any{"apiVersion": "v1", "kind": kind, "metadata": meta}
 	}
 	if kind == "ConfigMap" {
 		obj := map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta, "data": map[string]any{"a": "1"}}
@@ -851,6 +855,25 @@ func FuzzWebhook(f *testing.F) {
 		// whose core/v1 hook sets the count (422 naming count).
 		{2, 7, 1, 0, 1, 0},
 		{0, 7, 1, 0x02, 3, 0, 0, 9, 1, 1},
+		// Scope inputs (kind byte 15, webhook_scope_test.go). A Node
+		// created for m0 NotIn a and v0 matchLabels (both called: a
+		// cluster-scoped object is never exempted by namespaceSelector);
+		// a Node deleted, denied by v1 DoesNotExist.
+		{0, 15, 0, 0x09, 9, 12, 0, 1, 1, 0, 1, 1, 0, 1, 1, 1, 1, 0, 0},
+		{3, 15, 0, 0x10, 10, 0, 0, 2, 1, 1, 1, 1, 1, 1},
+		// namespaces/status, then namespaces/finalize, of a tier b
+		// namespace: m0 In (a, b) is called and removes the tier label;
+		// v0 DoesNotExist tier is not, matched against the stored labels.
+		{0, 15, 1, 0x09, 7, 10, 0, 1, 1, 1, 4, 0, 4, 0, 1, 1, 0, 1, 1, 1, 1, 1, 0},
+		{1, 15, 1, 0x09, 7, 10, 0, 1, 1, 1, 4, 0, 4, 0, 1, 1, 0, 1, 1, 1, 1, 1, 0},
+		// A configmap deleted in a namespace gone since: m0 (empty
+		// selector) called, then m1 In (a, b) ends it with the namespace's
+		// 404; m0 and v1 with empty selectors, v1 denying (403); no
+		// webhook (deleted); v0 Exists (404, v0 not called).
+		{3, 15, 3, 0x0b, 11, 7, 11, 0, 1, 1, 0, 1, 1, 0, 1, 1, 0, 1, 1, 0, 1, 1, 1, 1},
+		{3, 15, 3, 0x11, 11, 11, 0, 1, 1, 0, 1, 1, 0, 0, 2, 1, 1, 1, 1, 1, 1},
+		{3, 15, 3, 0},
+		{3, 15, 3, 0x08, 8, 0, 1, 1, 1, 1},
 	} {
 		f.Add(seed)
 	}
@@ -876,14 +899,18 @@ type webhookRun struct {
 	eventAnswers map[string]eventAnswer
 	group        string
 	proto        bool
+	// scope: "" for FuzzWebhook's configmaps, pods and Namespaces; else
+	// the scope input's case (webhook_scope_test.go): Node,
+	// namespaces/status, namespaces/finalize, orphan.
+	scope string
 }
 
 // webhookInput runs one input of FuzzWebhook and checks its properties.
 func webhookInput(t *testing.T, s *liveServer, w *webhookServer, data []byte) webhookRun {
 	webhookInputs++
 	in := &input{data: data}
-	op := in.intn(5) // 0,1 create, 2 update, 3 delete, 4 dry-run create
-	kind := "ConfigMap"
+	op := in.intn(5) // 0,1 create, 2 update, 3 delete, 4 dry-run create (5, 6: namespaceSubresources)
+	kind, scope := "ConfigMap", ""
 	switch k := in.byte(); {
 	case k%16 == 7:
 		// An event through core/v1 or events.k8s.io/v1, for webhooks
@@ -891,6 +918,21 @@ func webhookInput(t *testing.T, s *liveServer, w *webhookServer, data []byte) we
 		// (webhook_events_test.go); protobuf answers when the input's
 		// last byte asks.
 		return eventInput(t, s, op, in)
+	case k%32 == 15:
+		// Where a namespaceSelector is decided otherwise than by the
+		// object's namespace (webhook_scope_test.go): a Node
+		// (cluster-scoped: never exempted), a Namespace's status or
+		// finalize (the stored namespace's labels), a delete in a
+		// namespace gone since (the matcher's 404).
+		switch in.intn(4) {
+		case 0:
+			kind, scope = "Node", "Node"
+		case 1, 2:
+			kind, op = "Namespace", 4+op%2+1 // 5 status, 6 finalize
+			scope = "namespaces/" + namespaceSubresources[op]
+		default:
+			return orphanDeleteInput(t, s, w, in)
+		}
 	case k%4 == 0:
 		kind = "Pod"
 	case k%8 == 3:
@@ -923,6 +965,8 @@ func webhookInput(t *testing.T, s *liveServer, w *webhookServer, data []byte) we
 		for k, v := range webhookNamespaces[nsi].labels {
 			labels[k] = v
 		}
+	} else if kind == "Node" {
+		ns = ""
 	} else {
 		obj["metadata"].(map[string]any)["namespace"] = ns
 	}
@@ -930,7 +974,7 @@ func webhookInput(t *testing.T, s *liveServer, w *webhookServer, data []byte) we
 	// all the others asks (inputs written before keep theirs: JSON).
 	proto := in.bool()
 	code, body, calls := webhookCase(t, s, w, op, kind, name, labels, answers, obj, proto)
-	return webhookRun{code: code, body: body, calls: calls, ns: ns, labels: labels, proto: proto}
+	return webhookRun{code: code, body: body, calls: calls, ns: ns, labels: labels, proto: proto, scope: scope}
 }
 
 // webhookCase writes obj (op as webhookInput's) with the webhooks
@@ -939,18 +983,21 @@ func webhookCase(t *testing.T, s *liveServer, w *webhookServer, op int, kind, na
 	answers map[string]hookAnswer, obj map[string]any, proto bool) (int, []byte, []hookCall) {
 	ns, _ := obj["metadata"].(map[string]any)["namespace"].(string)
 	collection := "/api/v1/namespaces/" + ns + "/" + strings.ToLower(kind) + "s"
-	if kind == "Namespace" {
+	switch kind {
+	case "Namespace":
 		ns, collection = name, "/api/v1/namespaces"
+	case "Node":
+		ns, collection = "", "/api/v1/nodes"
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	doc, _ := json.Marshal(obj)
-	if op == 2 || op == 3 {
+	if op == 2 || op == 3 || namespaceSubresources[op] != "" {
 		w.script(nil)
 		if code, body := s.do(ctx, http.MethodPost, collection, "application/json", doc); code != http.StatusCreated {
 			t.Fatalf("creating %s %s for the input: %d %s", kind, name, code, body)
 		}
-		if op == 2 {
+		if op != 3 {
 			obj["metadata"].(map[string]any)["annotations"] = map[string]string{"edit": "1"}
 			doc, _ = json.Marshal(obj)
 		}
@@ -973,6 +1020,8 @@ func webhookCase(t *testing.T, s *liveServer, w *webhookServer, op int, kind, na
 		req.method, req.path, req.body = http.MethodDelete, collection+"/"+name, nil
 	case 4:
 		req.query.Set("dryRun", "All")
+	case 5, 6:
+		req.method, req.path = http.MethodPut, collection+"/"+name+"/"+namespaceSubresources[op]
 	}
 	if proto {
 		req.accept = protobufAccept
@@ -1113,6 +1162,8 @@ func webhookOutcome(c hookCall, kind string) (out *hookOutcome, obj []byte, chan
 		before, after = &corev1.Pod{}, &corev1.Pod{}
 	case "Namespace":
 		before, after = &corev1.Namespace{}, &corev1.Namespace{}
+	case "Node":
+		before, after = &corev1.Node{}, &corev1.Node{}
 	}
 	if err := utiljson.Unmarshal(patched, after); err != nil {
 		return &hookOutcome{code: 500}, nil, false
@@ -1185,6 +1236,7 @@ func checkWebhookOutcome(t *testing.T, s *liveServer, req fuzzRequest, kind, ns 
 	// period is 0 is admitted once in each of its two writes
 	// (deletePasses), and each pass is replayed on its own.
 	passes := deletePasses(report, req, kind, calls)
+	sub := subresourceOf(kind, req)
 	var want []hookOutcome // any of these (several validating webhooks may refuse)
 	var final, made []byte
 	mutated, validatingCalled := false, false
@@ -1227,7 +1279,7 @@ func checkWebhookOutcome(t *testing.T, s *liveServer, req fuzzRequest, kind, ns 
 		if i > 0 && len(p.calls) == 0 && len(passes[i-1].want) > 0 {
 			break
 		}
-		if h := missedMutating(p.calls, kind, ns, req.method, labels); h != "" {
+		if h := missedMutating(p.calls, kind, ns, sub, req.method, labels); h != "" {
 			report("mutating webhook %s not called in admission pass %d, though its namespaceSelector matches namespace %s and its label the object at its turn", h, i+1, ns)
 		}
 		if code < 200 || code >= 300 || timingDecides(calls) {
@@ -1244,7 +1296,7 @@ func checkWebhookOutcome(t *testing.T, s *liveServer, req fuzzRequest, kind, ns 
 			obj = p.made
 		}
 		for _, h := range fuzzRegs {
-			if !h.mutating && h.variant.selectsLabels(namespaceLabelsOf(kind, ns, req.method, obj, labels)) && labelledFor(h, obj, old) && p.seen[h.name] == 0 {
+			if !h.mutating && namespaceSelects(h.variant, kind, ns, sub, req.method, obj, labels) && labelledFor(h, obj, old) && p.seen[h.name] == 0 {
 				report("validating webhook %s not called in admission pass %d of an accepted request, though its namespaceSelector matches namespace %s and its label %s=%q the object",
 					h.name, i+1, ns, hookLabel(h), h.variant.key)
 			}
@@ -1315,6 +1367,12 @@ func checkWebhookOutcome(t *testing.T, s *liveServer, req fuzzRequest, kind, ns 
 		if n, ok := o.obj.(*corev1.Namespace); ok && kind == "Namespace" {
 			got, _ = json.Marshal(n)
 		}
+		if n, ok := o.obj.(*corev1.Node); ok && kind == "Node" {
+			got, _ = json.Marshal(n)
+		}
+	}
+	if kind == "Node" && got != nil && !sameClusterObjectMeta(got, final) {
+		report("stored node %s\nbut the webhooks made %s (name, labels and annotations; no namespace)", got, final)
 	}
 	if kind == "Namespace" && got != nil && !sameNamespaceMeta(got, final) {
 		report("stored namespace %s\nbut the webhooks made %s", got, final)
@@ -1416,16 +1474,20 @@ func replayPass(report func(string, ...any), s *liveServer, req fuzzRequest, kin
 	// webhooks cannot change the object), each only if labelled.
 	seen := map[string]int{}
 	p.seen = seen
+	sub := subresourceOf(kind, req)
 	for _, c := range calls {
 		if c.review.Request.Namespace != ns {
 			report("webhook %s was sent a request in namespace %q, not %q", c.hook.name, c.review.Request.Namespace, ns)
 		}
-		nsl := namespaceLabelsOf(kind, ns, req.method, c.review.Request.Object.Raw, labels)
-		if !c.hook.variant.selectsLabels(nsl) {
-			report("webhook %s called, but its namespaceSelector %v does not match namespace %s (labels %v)", c.hook.name,
-				c.hook.variant.selector(), ns, nsl)
+		if c.review.Request.SubResource != sub {
+			report("webhook %s was sent subResource %q, not %q", c.hook.name, c.review.Request.SubResource, sub)
 		}
-		if !selectedBy(c.hook, c.review.Request, nsl) {
+		nsOK := namespaceSelects(c.hook.variant, kind, ns, sub, req.method, c.review.Request.Object.Raw, labels)
+		if !nsOK {
+			report("webhook %s called, but its namespaceSelector %v does not match namespace %s (labels %v)", c.hook.name,
+				c.hook.variant.selector(), ns, namespaceLabelsOf(kind, ns, sub, req.method, c.review.Request.Object.Raw, labels))
+		}
+		if !selectedBy(c.hook, c.review.Request, nsOK) {
 			report("webhook %s called, but neither the object it was sent nor the old object has its label %s=%q", c.hook.name, hookLabel(c.hook), c.hook.variant.key)
 		}
 		if c.review.APIVersion != c.hook.variant.review() {
@@ -1479,6 +1541,9 @@ func replayPass(report func(string, ...any), s *liveServer, req fuzzRequest, kin
 		if final != nil && kind == "Namespace" && !sameNamespaceMeta(c.review.Request.Object.Raw, final) && req.method != http.MethodDelete {
 			report("validating webhook %s got %s, not the mutating webhooks' result %s", c.hook.name, c.review.Request.Object.Raw, final)
 		}
+		if final != nil && kind == "Node" && !sameClusterObjectMeta(c.review.Request.Object.Raw, final) && req.method != http.MethodDelete {
+			report("validating webhook %s got %s, not the mutating webhooks' result %s", c.hook.name, c.review.Request.Object.Raw, final)
+		}
 		if made != nil && kind == "Pod" && req.method != http.MethodDelete {
 			// The pod as it is to be stored (podAfterWebhooks).
 			want, err := podAfterWebhooks(s, made, c.review.Request.OldObject.Raw, mutated)
@@ -1505,7 +1570,7 @@ func replayPass(report func(string, ...any), s *liveServer, req fuzzRequest, kin
 			continue
 		}
 		for _, h := range fuzzRegs {
-			if !h.mutating && selectedBy(h, c.review.Request, namespaceLabelsOf(kind, ns, req.method, c.review.Request.Object.Raw, labels)) && seen[h.name] == 0 {
+			if !h.mutating && selectedBy(h, c.review.Request, namespaceSelects(h.variant, kind, ns, sub, req.method, c.review.Request.Object.Raw, labels)) && seen[h.name] == 0 {
 				report("validating webhook %s not called, though its label %s=%q selects the object and its namespaceSelector namespace %s",
 					h.name, hookLabel(h), h.variant.key, ns)
 			}
@@ -1646,10 +1711,23 @@ func samePod(stored []byte, want *corev1.Pod) string {
 }
 
 // selectedBy: the registration h matches the request r: its
-// namespaceSelector the request's namespace, and its objectSelector the
-// request's object or its old object (kube-apiserver matches either).
-func selectedBy(h fuzzHook, r *admissionv1.AdmissionRequest, nsLabels map[string]string) bool {
-	return h.variant.selectsLabels(nsLabels) && labelledFor(h, r.Object.Raw, r.OldObject.Raw)
+// namespaceSelector the request (nsOK, namespaceSelects), and its
+// objectSelector the request's object or its old object (kube-apiserver
+// matches either).
+func selectedBy(h fuzzHook, r *admissionv1.AdmissionRequest, nsOK bool) bool {
+	return nsOK && labelledFor(h, r.Object.Raw, r.OldObject.Raw)
+}
+
+// namespaceSelects: the variant's namespaceSelector matches a request of
+// kind (sub its subresource) in ns, as kube-apiserver's namespace matcher
+// decides: a request of a cluster-scoped kind other than Namespace (here
+// a Node) is never exempted, whatever the selector; otherwise the
+// selector is matched against namespaceLabelsOf.
+func namespaceSelects(v hookVariant, kind, ns, sub, method string, obj []byte, labels map[string]string) bool {
+	if kind == "Node" {
+		return true
+	}
+	return v.selectsLabels(namespaceLabelsOf(kind, ns, sub, method, obj, labels))
 }
 
 // namespaceLabelsOf are the labels kube-apiserver's namespace matcher
@@ -1657,14 +1735,17 @@ func selectedBy(h fuzzHook, r *admissionv1.AdmissionRequest, nsLabels map[string
 // or update its own labels as the webhook is sent them (obj, as the
 // earlier webhooks patched it), with kubernetes.io/metadata.name, which
 // defaulting sets to the name after every patch; for a Namespace's delete
-// the stored namespace's (created with labels); for an object in a
-// namespace, that namespace's (nsLabels).
-func namespaceLabelsOf(kind, ns, method string, obj []byte, labels map[string]string) map[string]string {
+// and for its status or finalize subresource (sub) the stored
+// namespace's (created with labels: upstream's matcher takes the object's
+// own labels only for a create or update without subresource, and reads
+// the namespace otherwise); for an object in a namespace, that
+// namespace's (nsLabels).
+func namespaceLabelsOf(kind, ns, sub, method string, obj []byte, labels map[string]string) map[string]string {
 	if kind != "Namespace" {
 		return nsLabels(ns)
 	}
 	out := map[string]string{}
-	if method == http.MethodDelete {
+	if method == http.MethodDelete || sub != "" {
 		for k, v := range labels {
 			out[k] = v
 		}
@@ -1708,7 +1789,7 @@ func timingDecides(calls []hookCall) bool {
 // labels, as is an update's). It returns the first registration so
 // selected that was not called, "" when none was missed (or the round
 // ended: a refusal, or an answer whose fate depends on timing).
-func missedMutating(calls []hookCall, kind, ns, method string, labels map[string]string) string {
+func missedMutating(calls []hookCall, kind, ns, sub, method string, labels map[string]string) string {
 	var mcalls []hookCall
 	for _, c := range calls {
 		if c.hook.mutating {
@@ -1739,7 +1820,7 @@ func missedMutating(calls []hookCall, kind, ns, method string, labels map[string
 			}
 			continue
 		}
-		if r.variant.selectsLabels(namespaceLabelsOf(kind, ns, method, cur, labels)) && labelledFor(r, cur, old) {
+		if namespaceSelects(r.variant, kind, ns, sub, method, cur, labels) && labelledFor(r, cur, old) {
 			return r.name
 		}
 	}
@@ -1840,17 +1921,17 @@ func TestWebhookInputsReachEveryOutcome(t *testing.T) {
 			}
 		}
 		for _, h := range fuzzRegs {
-			if v, on := run.labels[hookLabel(h)]; on && v == h.variant.key && nsLabels(run.ns) != nil && !h.variant.selectsNamespace(run.ns) {
+			if v, on := run.labels[hookLabel(h)]; on && v == h.variant.key && run.scope == "" && nsLabels(run.ns) != nil && !h.variant.selectsNamespace(run.ns) {
 				seen["namespaceSelector excludes "+run.ns]++
 			}
 		}
 		// Namespaces written: webhooks called for them, and left out by
 		// their namespaceSelector on the namespace's own labels.
-		if nsLabels(run.ns) == nil {
+		if nsLabels(run.ns) == nil && run.scope == "" {
 			if len(calls) > 0 {
 				seen["Namespace write called webhooks"]++
 			}
-			own := namespaceLabelsOf("Namespace", run.ns, http.MethodPost, labelsDoc(run.labels), nil)
+			own := namespaceLabelsOf("Namespace", run.ns, "", http.MethodPost, labelsDoc(run.labels), nil)
 			for _, h := range fuzzRegs {
 				if v, on := run.labels[hookLabel(h)]; on && v == h.variant.key && !h.variant.selectsLabels(own) {
 					seen["namespaceSelector excludes a Namespace by its labels"]++
