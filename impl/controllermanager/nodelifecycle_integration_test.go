@@ -185,13 +185,15 @@ func TestNodeLifecycleAgainstTheAPIServer(t *testing.T) {
 
 // TestNodeLifecycleMarksPodsOnlyWhenItTurnsReadyUnknown drives the node
 // lifecycle controller with a fake clock against kubeproof's API server:
-// node down's kubelet reported Ready=True and node sick's Ready=False, then
-// both went silent; node up keeps renewing its Lease. As upstream's
-// monitorNodeHealth, the controller records NodeNotReady for down (once)
-// and marks its Ready pod not Ready with a Warning NodeNotReady, when it
-// turns down's Ready from True to Unknown; sick's Ready pod keeps Ready
-// and sick gets no NodeNotReady, neither while its kubelet reports False
-// nor when the controller turns it Unknown.
+// nodes down and sick report Ready=True when it starts; then sick's kubelet
+// reports Ready=False, and both go silent; node up keeps renewing its
+// Lease. As upstream's monitorNodeHealth, the controller records
+// NodeNotReady for down (once) and marks its Ready pod not Ready with a
+// Warning NodeNotReady, when it turns down's Ready from True to Unknown;
+// sick's Ready pod keeps Ready and sick gets no NodeNotReady, neither while
+// its kubelet reports False nor when the controller turns it Unknown. A
+// Ready pod then bound to sick (pods/binding) is marked not Ready at once,
+// as upstream's processPod marks a pod newly bound to a node not Ready.
 func TestNodeLifecycleMarksPodsOnlyWhenItTurnsReadyUnknown(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts an API server")
@@ -211,7 +213,7 @@ func TestNodeLifecycleMarksPodsOnlyWhenItTurnsReadyUnknown(t *testing.T) {
 	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: corev1.NamespaceNodeLease}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatal(err)
 	}
-	ready := map[string]corev1.ConditionStatus{"up": corev1.ConditionTrue, "down": corev1.ConditionTrue, "sick": corev1.ConditionFalse}
+	ready := map[string]corev1.ConditionStatus{"up": corev1.ConditionTrue, "down": corev1.ConditionTrue, "sick": corev1.ConditionTrue}
 	for name, status := range ready {
 		now := metav1.NewTime(start)
 		node, err := cs.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
@@ -312,6 +314,29 @@ func TestNodeLifecycleMarksPodsOnlyWhenItTurnsReadyUnknown(t *testing.T) {
 		return out, nil
 	}
 
+	// The controller's first pass records the three nodes Ready (and the
+	// pods listed at its start are looked at as newly bound: nothing to
+	// mark); then sick's kubelet reports Ready=False.
+	eventually(t, "the first monitor pass", func() (bool, error) {
+		list, err := cs.CoreV1().Events("default").List(ctx, metav1.ListOptions{})
+		registered := 0
+		for _, e := range list.Items {
+			if e.Reason == "RegisteredNode" {
+				registered++
+			}
+		}
+		return registered == len(ready), err
+	})
+	sick, err := cs.CoreV1().Nodes().Get(ctx, "sick", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := metav1.NewTime(clk.Now())
+	sick.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionFalse, Reason: "KubeletNotReady", LastHeartbeatTime: now, LastTransitionTime: now}}
+	if _, err := cs.CoreV1().Nodes().UpdateStatus(ctx, sick, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
 	eventually(t, "down and sick Ready=Unknown, down's pod not Ready", func() (bool, error) {
 		if clk.Since(start) < 5*time.Minute {
 			step(5 * time.Second)
@@ -342,5 +367,31 @@ func TestNodeLifecycleMarksPodsOnlyWhenItTurnsReadyUnknown(t *testing.T) {
 	}
 	if got := podReady("on-sick"); got != corev1.ConditionTrue {
 		t.Fatalf("the pod of the node whose kubelet reported Ready=False is Ready %s; want True (left alone)", got)
+	}
+
+	// A Ready pod bound to sick now is marked not Ready at once.
+	late, err := cs.CoreV1().Pods("default").Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "late"},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "nginx"}}}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	late.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: metav1.NewTime(start)}}
+	if _, err := cs.CoreV1().Pods("default").UpdateStatus(ctx, late, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := cs.CoreV1().Pods("default").Bind(ctx, &corev1.Binding{ObjectMeta: metav1.ObjectMeta{Name: "late"},
+		Target: corev1.ObjectReference{Kind: "Node", Name: "sick"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	want["Pod/late Warning Node is not ready x1"] = true
+	eventually(t, "the pod bound to sick not Ready, with its event", func() (bool, error) {
+		got, err := notReadyEvents()
+		if err == nil && fmt.Sprint(got) != fmt.Sprint(want) {
+			err = fmt.Errorf("events %v", got)
+		}
+		return err == nil && podReady("late") == corev1.ConditionFalse, err
+	})
+	if got := podReady("on-sick"); got != corev1.ConditionTrue {
+		t.Fatalf("on-sick Ready %s after the binding of another pod; want True", got)
 	}
 }

@@ -20,11 +20,14 @@
 // A node's pods are marked not Ready (with the node's NodeNotReady event)
 // only on the pass on which the controller itself turns the node's Ready
 // from True to Unknown, and on later passes while an earlier marking failed
-// (DecideNotReady, upstream's monitorNodeHealth rule).
+// (DecideNotReady, upstream's monitorNodeHealth rule). A pod newly bound to
+// a node (or first seen bound) whose Ready the controller last recorded as
+// not True is marked at once (DecideBoundPod, upstream's processPod).
 //
-// DecideNode, DecideNotReady, DecideEviction, DecideDisruption,
-// GateNoExecute and TokenBucket are pure and take the time as input; the
-// loop reads time from an injected clock, so tests drive it with a fake one.
+// DecideNode, DecideNotReady, DecideBoundPod, DecideEviction,
+// DecideDisruption, GateNoExecute and TokenBucket are pure and take the
+// time as input; the loop reads time from an injected clock, so tests drive
+// it with a fake one.
 // Properties: GC-1 (taint-based eviction is one of the allowed reasons to
 // delete a pod); the scheduler's SCHED-3 relies on the taints set here.
 package nodelifecycle
@@ -97,6 +100,9 @@ type Controller struct {
 	clock       clock.WithTicker
 	cfg         Config
 	queue       workqueue.TypedRateLimitingInterface[string]
+	// podUpdates are the pods newly bound to a node (or first seen
+	// bound), for processPod.
+	podUpdates workqueue.TypedRateLimitingInterface[string]
 
 	mu         sync.Mutex
 	health     map[string]*Health
@@ -130,6 +136,7 @@ func New(client kubernetes.Interface, nodes coreinformers.NodeInformer, leases c
 		synced:     []cache.InformerSynced{nodes.Informer().HasSynced, leases.Informer().HasSynced, pods.Informer().HasSynced},
 		recorder:   recorder, clock: clk, cfg: cfg,
 		queue:      workloop.NewQueueWithClock("node_lifecycle_taint_manager", clk),
+		podUpdates: workloop.NewQueueWithClock("node_lifecycle_controller_pods", clk),
 		health:     map[string]*Health{},
 		underTaint: map[string]time.Time{},
 	}
@@ -149,8 +156,14 @@ func New(client kubernetes.Interface, nodes coreinformers.NodeInformer, leases c
 		}
 	}
 	_, _ = pods.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    enqueuePod,
-		UpdateFunc: func(_, obj any) { enqueuePod(obj) },
+		AddFunc: func(obj any) {
+			enqueuePod(obj)
+			c.enqueueBound(nil, obj)
+		},
+		UpdateFunc: func(oldObj, obj any) {
+			enqueuePod(obj)
+			c.enqueueBound(oldObj, obj)
+		},
 		DeleteFunc: func(obj any) {
 			if key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj); err == nil {
 				c.forget(key)
@@ -198,10 +211,11 @@ func (c *Controller) enqueuePodsOn(obj any) {
 // workers until ctx is done.
 func (c *Controller) Run(ctx context.Context, workers int) error {
 	if err := workloop.WaitForSync(ctx, "node lifecycle controller", c.queue, c.synced...); err != nil {
+		c.podUpdates.ShutDown()
 		return err
 	}
 	var wg sync.WaitGroup
-	wg.Add(1)
+	wg.Add(2)
 	go func() {
 		defer wg.Done()
 		workloop.Run(ctx, "nodelifecycle", c.queue, workers, c.syncPod)
@@ -211,6 +225,14 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 	tainting := c.clock.NewTicker(EvictionPeriod)
 	defer tainting.Stop()
 	c.MonitorNodes(ctx)
+	// The pods the informer listed are queued as newly bound; after the
+	// first pass each finds its node's health recorded, so a pod on a node
+	// already not Ready is marked. Upstream starts its pod workers
+	// alongside the first pass, so which pods find a record is a race.
+	go func() {
+		defer wg.Done()
+		workloop.Run(ctx, "nodelifecycle-pods", c.podUpdates, workers, c.processPod)
+	}()
 	c.TaintingPass(ctx)
 	for {
 		select {
@@ -269,14 +291,16 @@ func (c *Controller) MonitorNodes(ctx context.Context) {
 		c.health[node.Name] = &h
 		c.mu.Unlock()
 		statusWritten, markErr, err := c.apply(ctx, node, dec)
+		c.mu.Lock()
 		if statusWritten {
 			// As upstream: the pods are marked again next pass if any
 			// could not be; a pass that fails to write the node's status
 			// leaves the retry as it was.
-			c.mu.Lock()
 			h.RetryMarkPods = markErr != nil
-			c.mu.Unlock()
+		} else {
+			h.Ready = observed // what the node still says
 		}
+		c.mu.Unlock()
 		if markErr != nil {
 			slog.Debug("node lifecycle: could not mark every pod not ready; retrying next pass", "node", node.Name, "err", markErr)
 		}

@@ -31,6 +31,12 @@ type Health struct {
 	// the next pass marks them again while the node is not Ready
 	// (upstream's nodesToRetry). The loop sets it after the marking.
 	RetryMarkPods bool
+	// Ready is the node's Ready status as the controller last read or
+	// wrote it ("" while the node has no Ready condition): upstream's
+	// node health status, by which a pod newly bound to the node is
+	// marked not Ready (DecideBoundPod). DecideNode sets it to the status
+	// the pass leaves; the loop puts back the one read if its write fails.
+	Ready corev1.ConditionStatus
 }
 
 // Timing holds the grace periods.
@@ -110,6 +116,10 @@ func DecideNode(node *corev1.Node, lease *coordinationv1.Lease, prev *Health, no
 	}
 	current := readyCondition(conds)
 	dec.RecordNotReady, dec.MarkPodsNotReady = DecideNotReady(observed, current, h.RetryMarkPods)
+	dec.Health.Ready = ""
+	if current != nil {
+		dec.Health.Ready = current.Status
+	}
 	if taints, changed := desiredTaints(node.Spec.Taints, conds, NoExecuteReady(observed, current), node.Spec.Unschedulable, now); changed {
 		dec.Taints = taints
 	}
