@@ -122,6 +122,23 @@ func TestStandaloneComponentsSecureServing(t *testing.T) {
 	if code, body := httpsGet(t, client, "https://127.0.0.1:10259/readyz", ""); code != 200 {
 		t.Errorf("scheduler /readyz: %d %s", code, body)
 	}
+	// The components' own health checks (kube-scheduler's and
+	// kube-controller-manager's), open to all on the endpoint itself; a
+	// check's own path needs authorization.
+	for url, want := range map[string]string{
+		"https://127.0.0.1:10259/readyz?verbose":  "[+]shutdown ok\n[+]sched-handler-sync ok\nreadyz check passed\n",
+		"https://127.0.0.1:10259/healthz?verbose": "[+]ping ok\nhealthz check passed\n",
+	} {
+		if code, body := httpsGet(t, client, url, ""); code != 200 || body != want {
+			t.Errorf("%s: %d %q, want %q", url, code, body, want)
+		}
+	}
+	if code, body := httpsGet(t, client, "https://127.0.0.1:10257/healthz?verbose", ""); code != 200 || !strings.Contains(body, "[+]deployment-controller ok\n") || !strings.HasSuffix(body, "healthz check passed\n") {
+		t.Errorf("controller-manager /healthz?verbose: %d %q", code, body)
+	}
+	if code, body := httpsGet(t, client, "https://127.0.0.1:10259/readyz/sched-handler-sync", ""); code != 403 {
+		t.Errorf("scheduler /readyz/sched-handler-sync as system:anonymous: %d %s, want 403", code, body)
+	}
 }
 
 // runComponent runs kubeproof with args until the test ends.
