@@ -166,7 +166,9 @@ type Kubelet struct {
 // thousands in a process running many simulated nodes: kept small, its
 // flags together, its maps made when first needed). pod, admitted and
 // rejected are guarded by Kubelet.mu; the rest is touched only by the
-// worker syncing this UID.
+// worker syncing this UID, but lastStatus, which that worker alone writes
+// (with Kubelet.mu held) and reads without it, and which the kubelet API's
+// log requests read with it held (lastTerminatedID).
 type podRecord struct {
 	pod      *v1.Pod            // latest from the source; nil once gone from the API
 	lastPod  *v1.Pod            // last known spec, for cleanup

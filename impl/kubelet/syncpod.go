@@ -82,7 +82,9 @@ func (k *Kubelet) syncPod(ctx context.Context, uid types.UID) (time.Duration, er
 		return 0, k.cleanupPod(ctx, uid, rec, rs)
 	}
 	now := k.clock.Now()
+	k.mu.Lock() // lastStatus: the kubelet API's log requests read it too
 	shareLastStatus(rec, pod)
+	k.mu.Unlock()
 	for image, e := range rec.x().imagePulls {
 		if podsync.ImagePullExpired(k.cfg.ImagePullBackoff, e, now) {
 			delete(rec.x().imagePulls, image) // decides as no entry would
@@ -492,8 +494,8 @@ func (k *Kubelet) writeStatus(ctx context.Context, rec *podRecord, pod *v1.Pod, 
 	updated.ManagedFields = nil
 	k.trace(TraceStatusWritten, updated)
 	s := updated.Status
-	rec.lastStatus, rec.lastStatusRV = &s, updated.ResourceVersion
 	k.mu.Lock()
+	rec.lastStatus, rec.lastStatusRV = &s, updated.ResourceVersion
 	if rec.pod != nil && rec.pod.ResourceVersion == pod.ResourceVersion {
 		rec.pod = updated
 	}
@@ -555,6 +557,7 @@ func (k *Kubelet) podCgroupStatus(pod *v1.Pod) status.PodCgroup {
 // write's answer is then garbage as a whole, not held on to for one
 // string. The source's pods are read-only; until the next write the
 // record holds on to that version of the pod even if a newer one arrives.
+// The sync worker calls it with Kubelet.mu held.
 func shareLastStatus(rec *podRecord, pod *v1.Pod) {
 	if rec.lastStatus == nil || rec.lastStatusRV == "" || pod.ResourceVersion != rec.lastStatusRV || rec.lastStatus == &pod.Status {
 		return
