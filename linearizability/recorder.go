@@ -168,10 +168,14 @@ func (r *Recorder) Run(ctx context.Context) (*History, error) {
 	startRV, _ := strconv.ParseInt(startList.ResourceVersion, 10, 64)
 	r.seen(startRV)
 
-	// runCtx ends the clients' loops; each operation runs under ctx and
-	// its own timeout, so the end of the run cancels no request halfway
-	// (a cancelled write is ambiguous, and ambiguous writes are what make
-	// the per-key search expensive).
+	// runCtx ends the clients' loops; each operation runs under its own
+	// timeout alone (opCtx keeps ctx's values, not its cancellation), so
+	// neither the end of the run nor ctx ending (an interrupted check)
+	// cancels a request halfway: a cancelled write is ambiguous, and
+	// ambiguous writes are what make the per-key search expensive; and
+	// client-go logs a request cancelled while it reads the response body
+	// as an error.
+	opCtx := context.WithoutCancel(ctx)
 	runCtx, stopClients := context.WithCancel(ctx)
 	if r.cfg.Duration > 0 {
 		runCtx, stopClients = context.WithTimeout(ctx, r.cfg.Duration)
@@ -198,7 +202,7 @@ func (r *Recorder) Run(ctx context.Context) (*History, error) {
 					stopClients()
 					return
 				}
-				if c.randomOp(ctx) == Ambiguous {
+				if c.randomOp(opCtx) == Ambiguous {
 					c.backOff(runCtx)
 				} else {
 					c.ambiguous = 0
@@ -214,9 +218,9 @@ func (r *Recorder) Run(ctx context.Context) (*History, error) {
 	if ctx.Err() == nil {
 		c := &client{r: r, id: r.cfg.Clients, cs: r.clients[0], rnd: rand.New(rand.NewPCG(r.cfg.Seed, 1<<20)), rvs: map[string]int64{}}
 		for _, k := range r.keys {
-			c.get(ctx, k, "")
+			c.get(opCtx, k, "")
 		}
-		c.list(ctx, "", "", 0)
+		c.list(opCtx, "", "", 0)
 		select {
 		case <-ctx.Done():
 		case <-time.After(500 * time.Millisecond):
