@@ -39,10 +39,11 @@ func fullChain(c *apiserver.Config) {
 		// start come before the RBAC policy is written.
 		p.Authorizer = auth.AuthorizerUnion{auth.PrivilegedGroups{bootstrappolicy.SystemMastersGroup}, n, r}
 		p.Starters = []func(context.Context){n.Run, r.Run}
-		p.WaitReady = []func(context.Context) error{
-			func(ctx context.Context) error { return bootstrappolicy.Ensure(ctx, stores) },
-			n.WaitSynced, r.WaitSynced,
-		}
+		p.PostStartHooks = []apiserver.PostStartHook{{Name: "rbac/bootstrap-roles",
+			Run: func(ctx context.Context, hc apiserver.PostStartHookContext) error {
+				return bootstrappolicy.EnsureThrough(ctx, hc.LoopbackClientConfig)
+			}}}
+		p.WaitReady = []func(context.Context) error{n.WaitSynced, r.WaitSynced}
 		names, err := admission.EnabledPlugins(nil, nil)
 		if err != nil {
 			return p, err

@@ -37,7 +37,7 @@ func withBootstrapRoles(ran *bool) func(*apiserver.Config) {
 	return func(c *apiserver.Config) {
 		c.Plugins = func(apiserver.StoreGetter) (apiserver.Plugins, error) {
 			return apiserver.Plugins{PostStartHooks: []apiserver.PostStartHook{{Name: "rbac/bootstrap-roles",
-				Run: func(context.Context) error { *ran = true; return nil }}}}, nil
+				Run: func(context.Context, apiserver.PostStartHookContext) error { *ran = true; return nil }}}}, nil
 		}
 	}
 }

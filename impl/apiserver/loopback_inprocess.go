@@ -50,6 +50,9 @@ func loopbackUserAgent(gitVersion string) string {
 type selfClients struct {
 	typed   kubernetes.Interface
 	dynamic dynamic.Interface
+	// config is the clients' configuration, the post-start hooks'
+	// LoopbackClientConfig.
+	config *rest.Config
 }
 
 // newSelfClients builds the in-process clients; s.handler must be set.
@@ -78,7 +81,7 @@ func (s *Server) newSelfClients() (*selfClients, error) {
 	if err != nil {
 		return nil, fmt.Errorf("building the in-process loopback dynamic client: %w", err)
 	}
-	return &selfClients{typed: typed, dynamic: dyn}, nil
+	return &selfClients{typed: typed, dynamic: dyn, config: cfg}, nil
 }
 
 // loopbackRemoteAddr is the client address of an in-process request:

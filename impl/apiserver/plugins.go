@@ -8,6 +8,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/rest"
 
 	"github.com/kubeproof/kubeproof/impl/apiserver/admission"
 	"github.com/kubeproof/kubeproof/impl/apiserver/auth"
@@ -78,7 +79,18 @@ type Plugins struct {
 // Plugins.PostStartHooks.
 type PostStartHook struct {
 	Name string
-	Run  func(ctx context.Context) error
+	Run  func(ctx context.Context, hc PostStartHookContext) error
+}
+
+// PostStartHookContext is what a post-start hook is given, as
+// kube-apiserver's hooks are: LoopbackClientConfig is the configuration
+// of the server's loopback client (in process: its requests are served by
+// the server's full handler, as system:apiserver in system:masters, with
+// kube-apiserver's loopback user agent; each call gets a copy), for the
+// hook's writes to be authenticated, authorized, admitted, audited and
+// recorded in managedFields as kube-apiserver's hooks' are.
+type PostStartHookContext struct {
+	LoopbackClientConfig *rest.Config
 }
 
 // PluginsFunc builds the Plugins from the server's stores; Config.Plugins.

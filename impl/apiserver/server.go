@@ -66,6 +66,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/rest"
 
 	"github.com/kubeproof/kubeproof/impl/apiserver/admission"
 	"github.com/kubeproof/kubeproof/impl/apiserver/audit"
@@ -782,7 +783,10 @@ func (s *Server) Run(ctx context.Context) error {
 	}
 	s.health.hookDone(hookStartInformers)
 	for _, hk := range s.plugins.PostStartHooks {
-		if err := waitReady(ctx, baseCtx, hk.Run); err != nil {
+		run := func(ctx context.Context) error {
+			return hk.Run(ctx, PostStartHookContext{LoopbackClientConfig: rest.CopyConfig(s.self.config)})
+		}
+		if err := waitReady(ctx, baseCtx, run); err != nil {
 			_ = ln.Close()
 			return fmt.Errorf("apiserver: post-start hook %s: %w", hk.Name, err)
 		}

@@ -421,7 +421,7 @@ func buildChain(o AuthOptions) (*chain, error) {
 				p.Starters = append(p.Starters, a.Run)
 				p.WaitReady = append(p.WaitReady, a.WaitSynced)
 			case "RBAC":
-				a, start, bootstrap, wait, err := rbacAuthorizer(stores)
+				a, start, bootstrap, wait, err := rbacAuthorizer(stores, ensureBootstrapPolicy)
 				if err != nil {
 					return p, err
 				}
@@ -452,22 +452,31 @@ func buildChain(o AuthOptions) (*chain, error) {
 	return c, nil
 }
 
+// ensureBootstrapPolicy writes the default RBAC policy through the
+// server's loopback client, as kube-apiserver's rbac/bootstrap-roles hook:
+// its writes are audited, admitted and recorded in managedFields under
+// kube-apiserver.
+func ensureBootstrapPolicy(ctx context.Context, hc apiserver.PostStartHookContext) error {
+	return bootstrappolicy.EnsureThrough(ctx, hc.LoopbackClientConfig)
+}
+
 // rbacAuthorizer builds the RBAC authorizer, the loop that keeps its
-// caches (start), the post-start hook writing the default policy
-// (kube-apiserver's rbac/bootstrap-roles, bootstrap) and the wait for the
-// caches to sync (wait), which the server does before it serves. The
+// caches (start), the post-start hook writing the default policy with
+// policy (kube-apiserver's rbac/bootstrap-roles, bootstrap) and the wait
+// for the caches to sync (wait), which the server does before it serves.
+// The
 // default policy is written first and the caches first list only
 // after it: a cache that listed while the policy was being written would
 // say it had synced without the policy, and the first requests (an
 // anonymous /version) would be refused until its watch caught up.
-func rbacAuthorizer(stores apiserver.StoreGetter) (a *rbac.Authorizer, start func(context.Context), bootstrap apiserver.PostStartHook, wait func(context.Context) error, err error) {
+func rbacAuthorizer(stores apiserver.StoreGetter, policy func(context.Context, apiserver.PostStartHookContext) error) (a *rbac.Authorizer, start func(context.Context), bootstrap apiserver.PostStartHook, wait func(context.Context) error, err error) {
 	if a, err = rbac.New(stores); err != nil {
 		return nil, nil, bootstrap, nil, fmt.Errorf("building the RBAC authorizer: %w", err)
 	}
 	written := make(chan struct{})
 	var once sync.Once
-	ensure := func(ctx context.Context) error {
-		if err := bootstrappolicy.Ensure(ctx, stores); err != nil {
+	ensure := func(ctx context.Context, hc apiserver.PostStartHookContext) error {
+		if err := policy(ctx, hc); err != nil {
 			return err
 		}
 		once.Do(func() { close(written) })

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/kubeproof/kubeproof/impl/apiserver"
 	"github.com/kubeproof/kubeproof/impl/apiserver/audit"
 	"github.com/kubeproof/kubeproof/impl/apiserver/auth"
 	"github.com/kubeproof/kubeproof/impl/apiserver/auth/bootstrappolicy"
@@ -129,7 +130,11 @@ func TestRBACCachesListAfterTheDefaultPolicy(t *testing.T) {
 	}
 	defer real.Close()
 	s := &listRecordingStores{Stores: real, listed: make(chan struct{})}
-	a, start, bootstrap, wait, err := rbacAuthorizer(s)
+	// The policy written straight to the stores: no server here.
+	policy := func(ctx context.Context, _ apiserver.PostStartHookContext) error {
+		return bootstrappolicy.Ensure(ctx, objcachetest.PolicyClient{Stores: s})
+	}
+	a, start, bootstrap, wait, err := rbacAuthorizer(s, policy)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -143,10 +148,11 @@ func TestRBACCachesListAfterTheDefaultPolicy(t *testing.T) {
 	}()
 	defer func() { cancel(); <-done }()
 	// As the server's Run: the post-start hook, then the wait.
-	for _, w := range []func(context.Context) error{bootstrap.Run, wait} {
-		if err := w(ctx); err != nil {
-			t.Fatal(err)
-		}
+	if err := bootstrap.Run(ctx, apiserver.PostStartHookContext{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := wait(ctx); err != nil {
+		t.Fatal(err)
 	}
 	if s.listedEarly.Load() {
 		t.Error("the cluster role bindings were listed before the default policy was written")

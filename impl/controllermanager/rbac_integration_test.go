@@ -93,10 +93,11 @@ func rbacServer(t *testing.T) (admin, controllerManager *rest.Config) {
 			return apiserver.Plugins{
 				Authorizer: a,
 				Starters:   []func(context.Context){a.Run},
-				WaitReady: []func(context.Context) error{
-					func(ctx context.Context) error { return bootstrappolicy.Ensure(ctx, stores) },
-					a.WaitSynced,
-				},
+				PostStartHooks: []apiserver.PostStartHook{{Name: "rbac/bootstrap-roles",
+					Run: func(ctx context.Context, hc apiserver.PostStartHookContext) error {
+						return bootstrappolicy.EnsureThrough(ctx, hc.LoopbackClientConfig)
+					}}},
+				WaitReady: []func(context.Context) error{a.WaitSynced},
 			}, nil
 		},
 	})

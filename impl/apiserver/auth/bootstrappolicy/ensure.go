@@ -7,30 +7,43 @@ import (
 	"time"
 
 	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/util/uuid"
-
-	"github.com/kubeproof/kubeproof/impl/apiserver/auth/rbac/objcache"
-	"github.com/kubeproof/kubeproof/impl/storage"
+	rbacv1client "k8s.io/client-go/kubernetes/typed/rbac/v1"
+	"k8s.io/client-go/rest"
 )
 
-// Ensure writes the default policy to the API server's stores: every
-// missing object is created; an existing one whose autoupdate annotation
-// is "true" gets the rules, subjects and aggregation selectors it lacks
-// (nothing is removed, and an object with autoupdate "false" is left as
-// the administrator made it). Transient storage errors are retried until
-// ctx ends.
-func Ensure(ctx context.Context, stores objcache.Stores) error {
+// Client reads and writes the policy's objects, answering the API's
+// errors (NotFound, AlreadyExists, Conflict; k8s.io/apimachinery's
+// api/errors). In the API server it is the loopback client (NewClient),
+// as kube-apiserver's rbac/bootstrap-roles hook writes the policy through
+// its loopback clientset.
+type Client interface {
+	Get(ctx context.Context, gr schema.GroupResource, namespace, name string) (runtime.Object, error)
+	Create(ctx context.Context, gr schema.GroupResource, obj runtime.Object) error
+	// Update writes obj on the condition that its resourceVersion is
+	// still the stored one.
+	Update(ctx context.Context, gr schema.GroupResource, obj runtime.Object) error
+}
+
+// Ensure writes the default policy through c: every missing object is
+// created; an existing one whose autoupdate annotation is "true" gets the
+// rules, subjects and aggregation selectors it lacks (nothing is removed,
+// and an object with autoupdate "false" is left as the administrator made
+// it). An object another writer creates or changes meanwhile is decided
+// again on what they wrote. Failures the server may get over (its
+// storage, a timeout, too many requests) are retried until ctx ends; any
+// other stops Ensure.
+func Ensure(ctx context.Context, c Client) error {
 	for {
-		err := ensureOnce(ctx, stores)
+		err := ensureOnce(ctx, c)
 		if err == nil {
 			return nil
 		}
-		if code := storage.CodeOf(err); code != storage.ErrCodeUnreachable && code != storage.ErrCodeResourceVersionConflicts &&
-			code != storage.ErrCodeKeyExists {
+		if !retriable(err) {
 			return err
 		}
 		select {
@@ -39,6 +52,24 @@ func Ensure(ctx context.Context, stores objcache.Stores) error {
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
+}
+
+// retriable is whether every error err joins is one Ensure tries again
+// after: the server unavailable or failing inside, a timeout, too many
+// requests, or a write lost to another's.
+func retriable(err error) bool {
+	var joined interface{ Unwrap() []error }
+	if errors.As(err, &joined) {
+		for _, e := range joined.Unwrap() {
+			if !retriable(e) {
+				return false
+			}
+		}
+		return true
+	}
+	return apierrors.IsServiceUnavailable(err) || apierrors.IsInternalError(err) || apierrors.IsTimeout(err) ||
+		apierrors.IsServerTimeout(err) || apierrors.IsTooManyRequests(err) || apierrors.IsConflict(err) ||
+		apierrors.IsAlreadyExists(err)
 }
 
 // item is one default object and how to merge it into a stored one.
@@ -108,53 +139,127 @@ func items() []item {
 	return out
 }
 
-func ensureOnce(ctx context.Context, stores objcache.Stores) error {
+func ensureOnce(ctx context.Context, c Client) error {
 	var errs []error
 	for _, it := range items() {
-		if err := ensureItem(ctx, stores, it); err != nil {
+		if err := ensureItem(ctx, c, it); err != nil {
 			errs = append(errs, err)
 		}
 	}
 	return errors.Join(errs...)
 }
 
-func ensureItem(ctx context.Context, stores objcache.Stores, it item) error {
-	s, ok := stores.Store(it.gr)
-	if !ok {
-		return fmt.Errorf("bootstrap policy: resource %s is not served", it.gr)
-	}
-	key := stores.ObjectKey(it.gr, it.namespace, it.name)
-	obj := it.want.DeepCopyObject()
-	m, err := meta.Accessor(obj)
-	if err != nil {
-		return err
-	}
-	m.SetUID(uuid.NewUUID())
-	m.SetCreationTimestamp(metav1.Now())
-	err = s.Create(ctx, key, obj, nil)
-	if err == nil {
-		return nil
-	}
-	if !storage.IsExists(err) {
-		return fmt.Errorf("bootstrap policy: creating %s %s: %w", it.gr.Resource, it.name, err)
-	}
-	cur := obj.DeepCopyObject()
-	err = s.GuaranteedUpdate(ctx, key, cur, false, nil, func(input runtime.Object) (runtime.Object, error) {
-		next := input.DeepCopyObject()
-		nm, err := meta.Accessor(next)
+// ensureItem reads the object, creates it when missing, and otherwise
+// reconciles it (reconcile); a create or an update lost to another
+// writer's is decided again on what they wrote.
+func ensureItem(ctx context.Context, c Client, it item) error {
+	for {
+		cur, err := c.Get(ctx, it.gr, it.namespace, it.name)
+		if apierrors.IsNotFound(err) {
+			err = c.Create(ctx, it.gr, it.want.DeepCopyObject())
+			if err == nil {
+				return nil
+			}
+			if apierrors.IsAlreadyExists(err) && ctx.Err() == nil {
+				continue
+			}
+			return fmt.Errorf("bootstrap policy: creating %s %s: %w", it.gr.Resource, it.name, err)
+		}
 		if err != nil {
-			return nil, err
+			return fmt.Errorf("bootstrap policy: reading %s %s: %w", it.gr.Resource, it.name, err)
 		}
-		if nm.GetAnnotations()[AutoUpdateKey] != "true" {
-			return input, nil
+		next, ok := reconcile(it, cur)
+		if !ok {
+			return nil
 		}
-		if !it.merge(next) {
-			return input, nil
+		err = c.Update(ctx, it.gr, next)
+		if err == nil {
+			return nil
 		}
-		return next, nil
-	})
-	if err != nil && !storage.IsNotFound(err) {
+		if (apierrors.IsConflict(err) || apierrors.IsNotFound(err)) && ctx.Err() == nil {
+			continue
+		}
 		return fmt.Errorf("bootstrap policy: reconciling %s %s: %w", it.gr.Resource, it.name, err)
+	}
+}
+
+// reconcile is the pure decision on a stored object: the object to write
+// back (cur with what it of it lacks), or false when it is to be left as
+// it is (autoupdate not "true", or nothing lacking).
+func reconcile(it item, cur runtime.Object) (runtime.Object, bool) {
+	next := cur.DeepCopyObject()
+	m, err := meta.Accessor(next)
+	if err != nil || m.GetAnnotations()[AutoUpdateKey] != "true" {
+		return nil, false
+	}
+	if !it.merge(next) {
+		return nil, false
+	}
+	return next, true
+}
+
+// EnsureThrough is Ensure through a client of the API server configured
+// by cfg: a post-start hook's LoopbackClientConfig, as kube-apiserver's
+// rbac/bootstrap-roles hook builds its clientset from it.
+func EnsureThrough(ctx context.Context, cfg *rest.Config) error {
+	client, err := rbacv1client.NewForConfig(cfg)
+	if err != nil {
+		return fmt.Errorf("bootstrap policy: building the RBAC client: %w", err)
+	}
+	return Ensure(ctx, NewClient(client))
+}
+
+// NewClient is a Client over the API: rbac is the API server's loopback
+// client, whose creates and updates (no field manager given) are recorded
+// in managedFields under its user agent's product, kube-apiserver.
+func NewClient(rbac rbacv1client.RbacV1Interface) Client { return apiClient{rbac} }
+
+type apiClient struct{ rbac rbacv1client.RbacV1Interface }
+
+func (c apiClient) Get(ctx context.Context, gr schema.GroupResource, namespace, name string) (runtime.Object, error) {
+	switch gr.Resource {
+	case "clusterroles":
+		return c.rbac.ClusterRoles().Get(ctx, name, metav1.GetOptions{})
+	case "clusterrolebindings":
+		return c.rbac.ClusterRoleBindings().Get(ctx, name, metav1.GetOptions{})
+	case "roles":
+		return c.rbac.Roles(namespace).Get(ctx, name, metav1.GetOptions{})
+	case "rolebindings":
+		return c.rbac.RoleBindings(namespace).Get(ctx, name, metav1.GetOptions{})
+	}
+	return nil, fmt.Errorf("bootstrap policy: no client for %s", gr)
+}
+
+func (c apiClient) Create(ctx context.Context, gr schema.GroupResource, obj runtime.Object) error {
+	var err error
+	switch o := obj.(type) {
+	case *rbacv1.ClusterRole:
+		_, err = c.rbac.ClusterRoles().Create(ctx, o, metav1.CreateOptions{})
+	case *rbacv1.ClusterRoleBinding:
+		_, err = c.rbac.ClusterRoleBindings().Create(ctx, o, metav1.CreateOptions{})
+	case *rbacv1.Role:
+		_, err = c.rbac.Roles(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
+	case *rbacv1.RoleBinding:
+		_, err = c.rbac.RoleBindings(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
+	default:
+		err = fmt.Errorf("bootstrap policy: no client for %s %T", gr, obj)
+	}
+	return err
+}
+
+func (c apiClient) Update(ctx context.Context, gr schema.GroupResource, obj runtime.Object) error {
+	var err error
+	switch o := obj.(type) {
+	case *rbacv1.ClusterRole:
+		_, err = c.rbac.ClusterRoles().Update(ctx, o, metav1.UpdateOptions{})
+	case *rbacv1.ClusterRoleBinding:
+		_, err = c.rbac.ClusterRoleBindings().Update(ctx, o, metav1.UpdateOptions{})
+	case *rbacv1.Role:
+		_, err = c.rbac.Roles(o.Namespace).Update(ctx, o, metav1.UpdateOptions{})
+	case *rbacv1.RoleBinding:
+		_, err = c.rbac.RoleBindings(o.Namespace).Update(ctx, o, metav1.UpdateOptions{})
+	default:
+		err = fmt.Errorf("bootstrap policy: no client for %s %T", gr, obj)
 	}
 	return err
 }

@@ -41,7 +41,7 @@ func updateClusterRole(t *testing.T, s *objcachetest.Stores, name string, fn fun
 func TestEnsureCreatesEverythingOnce(t *testing.T) {
 	s := newStores(t)
 	ctx := context.Background()
-	if err := bootstrappolicy.Ensure(ctx, s); err != nil {
+	if err := bootstrappolicy.Ensure(ctx, objcachetest.PolicyClient{Stores: s}); err != nil {
 		t.Fatal(err)
 	}
 	for _, want := range bootstrappolicy.ClusterRoles() {
@@ -61,7 +61,7 @@ func TestEnsureCreatesEverythingOnce(t *testing.T) {
 		}
 	}
 	before := getClusterRole(t, s, "system:kube-scheduler").ResourceVersion
-	if err := bootstrappolicy.Ensure(ctx, s); err != nil {
+	if err := bootstrappolicy.Ensure(ctx, objcachetest.PolicyClient{Stores: s}); err != nil {
 		t.Fatal(err)
 	}
 	if after := getClusterRole(t, s, "system:kube-scheduler").ResourceVersion; after != before {
@@ -72,7 +72,7 @@ func TestEnsureCreatesEverythingOnce(t *testing.T) {
 func TestEnsureReconcilesOnlyAutoupdateObjects(t *testing.T) {
 	s := newStores(t)
 	ctx := context.Background()
-	if err := bootstrappolicy.Ensure(ctx, s); err != nil {
+	if err := bootstrappolicy.Ensure(ctx, objcachetest.PolicyClient{Stores: s}); err != nil {
 		t.Fatal(err)
 	}
 	extra := rbacv1.PolicyRule{Verbs: []string{"get"}, APIGroups: []string{""}, Resources: []string{"secrets"}}
@@ -86,7 +86,7 @@ func TestEnsureReconcilesOnlyAutoupdateObjects(t *testing.T) {
 		r.Annotations[rbacv1.AutoUpdateAnnotationKey] = "false"
 		r.Rules = r.Rules[1:]
 	})
-	if err := bootstrappolicy.Ensure(ctx, s); err != nil {
+	if err := bootstrappolicy.Ensure(ctx, objcachetest.PolicyClient{Stores: s}); err != nil {
 		t.Fatal(err)
 	}
 	sched := getClusterRole(t, s, "system:kube-scheduler")

@@ -65,7 +65,7 @@ func pod(nodeName, ns, name, secret, configMap string) *corev1.Pod {
 func startAuthorizers(t *testing.T, s *objcachetest.Stores) (auth.Authorizer, *rbac.Authorizer) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	if err := bootstrappolicy.Ensure(ctx, s); err != nil {
+	if err := bootstrappolicy.Ensure(ctx, objcachetest.PolicyClient{Stores: s}); err != nil {
 		t.Fatal(err)
 	}
 	r, err := rbac.New(s)
@@ -107,7 +107,7 @@ func startAuthorizers(t *testing.T, s *objcachetest.Stores) (auth.Authorizer, *r
 // grant nothing.
 func ensureAggregated(t *testing.T, s *objcachetest.Stores) {
 	t.Helper()
-	if err := bootstrappolicy.Ensure(context.Background(), s); err != nil {
+	if err := bootstrappolicy.Ensure(context.Background(), objcachetest.PolicyClient{Stores: s}); err != nil {
 		t.Fatal(err)
 	}
 	for changed := true; changed; {

@@ -6,7 +6,7 @@
 // system:kube-scheduler, system:kube-controller-manager,
 // system:volume-scheduler, the per-controller system:controller:* roles,
 // and the kube-system leader-locking roles) — and Ensure, which writes
-// them to storage.
+// them through a Client: in the API server its loopback client.
 //
 // Every object carries the label kubernetes.io/bootstrapping=rbac-defaults
 // and the annotation rbac.authorization.kubernetes.io/autoupdate=true.
@@ -15,9 +15,10 @@
 // selectors (additive reconciliation, as kube-apiserver's
 // "rbac/bootstrap-roles" post-start hook does; it never removes).
 //
-// Constructor (the API server's plugin hook calls it before serving):
+// The API server's rbac/bootstrap-roles post-start hook calls, before
+// serving:
 //
-//	err := bootstrappolicy.Ensure(ctx, stores)   // stores: apiserver.StoreGetter
+//	err := bootstrappolicy.EnsureThrough(ctx, hc.LoopbackClientConfig)
 //
 // The rule sets follow upstream's bootstrappolicy, checked against what
 // kubeproof's own controllers, scheduler and kubelet call: our
