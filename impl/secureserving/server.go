@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"slices"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -100,8 +101,14 @@ func New(ctx context.Context, o *Options, log *slog.Logger) (*Server, error) {
 	}
 	if authn.clientCAs != nil || authn.requestHeader != nil {
 		// Verified by the authenticator, so that a bad certificate is a
-		// 401 rather than a failed handshake (as upstream).
+		// 401 rather than a failed handshake (as upstream). The CAs are
+		// named as acceptable in the handshake, as upstream's serving
+		// certificate controller sets ClientCAs to the client CA and
+		// front-proxy CA bundles: a client picks a certificate they sign.
 		tlsConfig.ClientAuth = tls.RequestClientCert
+		if tlsConfig.ClientCAs, err = certPool(slices.Concat(t.clientCA, t.requestHeaderCA), "the client CAs"); err != nil {
+			return nil, err
+		}
 	}
 	ln := o.Listener
 	if ln == nil {

@@ -219,8 +219,27 @@ func TestSecureServingClientCertificates(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r := get(t, insecureClient(cert(other, "admin", "system:masters")), base+"/metrics", ""); r.code != 401 {
-		t.Errorf("/metrics with another CA's certificate: %d %s", r.code, r.body)
+	// The server names its client CA as acceptable (as upstream's serving
+	// certificate controller sets ClientCAs), so a Go client holding only
+	// another CA's certificate sends none and is anonymous; a client that
+	// sends it anyway (curl, openssl) is refused: 401.
+	if r := get(t, insecureClient(cert(other, "admin", "system:masters")), base+"/metrics", ""); r.code != 403 {
+		t.Errorf("/metrics as a Go client with only another CA's certificate: %d %s, want 403 (anonymous)", r.code, r.body)
+	}
+	otherCert := cert(other, "admin", "system:masters")
+	var acceptable [][]byte
+	always := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{
+		InsecureSkipVerify: true, //nolint:gosec // a test of a self-signed server
+		GetClientCertificate: func(cri *tls.CertificateRequestInfo) (*tls.Certificate, error) {
+			acceptable = cri.AcceptableCAs
+			return &otherCert, nil
+		},
+	}}}
+	if r := get(t, always, base+"/metrics", ""); r.code != 401 {
+		t.Errorf("/metrics sending another CA's certificate anyway: %d %s", r.code, r.body)
+	}
+	if len(acceptable) != 1 || string(acceptable[0]) != string(ca.Cert.RawSubject) {
+		t.Errorf("acceptable client CAs: %q, want the client CA's subject", acceptable)
 	}
 
 	pemBytes, err := os.ReadFile(filepath.Join(certDir, "kube-controller-manager.crt"))
