@@ -1,12 +1,17 @@
 package nodelifecycle
 
 import (
+	"context"
 	"sort"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/tools/record"
+	clocktesting "k8s.io/utils/clock/testing"
 )
 
 // taintNames lists taints as sorted "key:Effect" strings.
@@ -109,4 +114,56 @@ func TestNoExecuteFollowsTheReadyReadByThePass(t *testing.T) {
 		d := DecideNode(n, nil, nil, t0, timing)
 		check(t, "within the startup grace", d, n.Spec.Taints, pass{write: []string{TaintUnreachable + ":NoExecute"}})
 	})
+}
+
+// A not-Ready node whose NoExecute taint is removed by someone else is
+// queued again by the next pass and tainted again when its zone's bucket
+// admits it, as upstream's markNodeForTainting, which takes a node without
+// the taint it should have out of the zone's queue and adds it back.
+func TestRemovedNoExecuteTaintComesBack(t *testing.T) {
+	clk := clocktesting.NewFakeClock(t0)
+	// n2, in another zone, stays Ready, so evictions do not stop.
+	n1 := inZone(readyNode(corev1.ConditionFalse, t0), "a")
+	n2, l2 := inZone(readyNode(corev1.ConditionTrue, t0), "b"), lease(t0)
+	n2.Name, l2.Name = "n2", "n2"
+	client := fake.NewClientset(n1, lease(t0), n2, l2)
+	factory := informers.NewSharedInformerFactory(client, 0)
+	c, err := New(client, factory.Core().V1().Nodes(), factory.Coordination().V1().Leases(), factory.Core().V1().Pods(), record.NewFakeRecorder(100), clk, DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer func() { cancel(); factory.Shutdown() }()
+	startInformers(t, ctx, client, factory)
+	node := func() *corev1.Node {
+		n, err := client.CoreV1().Nodes().Get(ctx, "n1", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	cached := func(what string, taints []corev1.Taint) {
+		waitFor(t, what, func() bool {
+			n, err := c.nodeLister.Get("n1")
+			return err == nil && taintsEqual(n.Spec.Taints, taints)
+		})
+	}
+	c.MonitorNodes(ctx)
+	c.TaintingPass(ctx)
+	n := node()
+	if !taintSet(n.Spec.Taints)[TaintNotReady+":NoExecute"] {
+		t.Fatalf("n1 not tainted NoExecute: %v", n.Spec.Taints)
+	}
+	cached("n1's taints in the cache", n.Spec.Taints)
+	n.Spec.Taints = []corev1.Taint{{Key: TaintNotReady, Effect: corev1.TaintEffectNoSchedule}}
+	if _, err := client.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	cached("the removal in the cache", n.Spec.Taints)
+	clk.Step(10 * time.Second) // a token again at 0.1 nodes/s
+	c.MonitorNodes(ctx)
+	c.TaintingPass(ctx)
+	if ts := taintSet(node().Spec.Taints); !ts[TaintNotReady+":NoExecute"] {
+		t.Fatalf("removed NoExecute taint not added again: %v", ts)
+	}
 }

@@ -10,16 +10,21 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// enqueueTainting puts a node in its zone's NoExecute tainting queue,
-// once: it stays known (queued) after it was tainted, until it is Ready.
+// enqueueTainting puts a node that lacks the NoExecute taint it should
+// have in its zone's NoExecute tainting queue, unless it is waiting there
+// already. A node the tainting pass took earlier is queued again: its
+// taint was removed since, or the pass read the node before the write
+// reached the cache (the tainting pass then finds nothing to do), as
+// upstream's markNodeForTainting removes such a node from its zone's queue
+// and adds it back.
 func (c *Controller) enqueueTainting(zone, node string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if z, ok := c.queued[node]; ok {
-		if z == zone {
+		if z == zone && slices.Contains(c.pending[zone], node) {
 			return
 		}
-		c.dequeueLocked(node) // the node moved to another zone
+		c.dequeueLocked(node) // taken by a tainting pass, or moved to another zone
 	}
 	c.queued[node] = zone
 	c.pending[zone] = append(c.pending[zone], node)
@@ -138,8 +143,8 @@ func (c *Controller) TaintingPass(ctx context.Context) {
 	for zone, q := range c.pending {
 		b := c.buckets[zone]
 		// A node leaves the FIFO but stays in queued until it is Ready
-		// again, so a stale cache cannot queue it a second time (upstream's
-		// RemoveFromQueue).
+		// again (upstream's RemoveFromQueue); a monitor pass finding it
+		// without its taint queues it again (enqueueTainting).
 		for len(q) > 0 && b != nil && b.TryAccept(now) {
 			work = append(work, item{zone, q[0]})
 			q = q[1:]
