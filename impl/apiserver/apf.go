@@ -65,10 +65,6 @@ type apfConfig struct {
 	syncOnce sync.Once
 	log      *slog.Logger
 	now      func() time.Time
-	// retryInterval is the wait between two ensure attempts
-	// (apfEnsureRetryInterval when zero); ensureTimeout bounds them all
-	// (apfEnsureTimeout when zero).
-	retryInterval, ensureTimeout time.Duration
 }
 
 // The field managers of kube-apiserver's flow control writes: the
@@ -429,17 +425,11 @@ func revise(it bootItem, cur apfObject) (apfObject, bool) {
 }
 
 // ensure writes the bootstrap configuration. A failed attempt is retried
-// every retryInterval, whatever failed (storage down, a webhook refusing,
-// another server's write in between), until ensureTimeout or ctx ends.
+// every apfEnsureRetryInterval, whatever failed (storage down, a webhook
+// refusing, another server's write in between), until apfEnsureTimeout
+// or ctx ends.
 func (a *apfConfig) ensure(ctx context.Context) error {
-	interval, timeout := a.retryInterval, a.ensureTimeout
-	if interval == 0 {
-		interval = apfEnsureRetryInterval
-	}
-	if timeout == 0 {
-		timeout = apfEnsureTimeout
-	}
-	ectx, cancel := context.WithTimeout(ctx, timeout)
+	ectx, cancel := context.WithTimeout(ctx, apfEnsureTimeout)
 	defer cancel()
 	for {
 		err := a.ensureOnce(ectx)
@@ -450,7 +440,7 @@ func (a *apfConfig) ensure(ctx context.Context) error {
 		select {
 		case <-ectx.Done():
 			return fmt.Errorf("apiserver: API Priority and Fairness bootstrap: %w (last error: %v)", ectx.Err(), err)
-		case <-time.After(interval):
+		case <-time.After(apfEnsureRetryInterval):
 		}
 	}
 }
