@@ -71,23 +71,39 @@ func nodeConditions(ready bool, runtimeErr string, p Pressure) []v1.NodeConditio
 // NodeStatus computes the node's status from the config, the node's
 // pressure, the runtime's health and the previous status (whose condition
 // transition times are kept while a condition's status holds). Pure.
+//
+// The conditions other writers own (a route controller's or network
+// plugin's NetworkUnavailable) and the volumes the attach/detach controller
+// reports attached are kept from the previous status, as upstream's status
+// setters, which change the Node as read in place: each of the kubelet's
+// four conditions replaces its namesake where it stands, and those the
+// previous status lacks are appended in the kubelet's order.
 func NodeStatus(cfg *Config, old *v1.NodeStatus, p Pressure, runtimeVersion string, runtimeErr error, now time.Time) v1.NodeStatus {
 	errText := ""
 	if runtimeErr != nil {
 		errText = runtimeErr.Error()
 	}
-	conds := nodeConditions(runtimeErr == nil, errText, p)
+	own := nodeConditions(runtimeErr == nil, errText, p)
 	t := metav1.NewTime(now)
-	for i := range conds {
-		conds[i].LastHeartbeatTime = t
-		conds[i].LastTransitionTime = t
+	for i := range own {
+		own[i].LastHeartbeatTime = t
+		own[i].LastTransitionTime = t
 		if old != nil {
 			for _, o := range old.Conditions {
-				if o.Type == conds[i].Type && o.Status == conds[i].Status {
-					conds[i].LastTransitionTime = o.LastTransitionTime
+				if o.Type == own[i].Type {
+					if o.Status == own[i].Status {
+						own[i].LastTransitionTime = o.LastTransitionTime
+					}
+					break
 				}
 			}
 		}
+	}
+	conds := own
+	var attached []v1.AttachedVolume
+	if old != nil {
+		conds = mergeNodeConditions(old.Conditions, own)
+		attached = slices.Clone(old.VolumesAttached)
 	}
 	var swap *v1.NodeSwapStatus
 	if c := cfg.SwapCapacity.Value(); c > 0 {
@@ -96,10 +112,11 @@ func NodeStatus(cfg *Config, old *v1.NodeStatus, p Pressure, runtimeVersion stri
 		swap = &v1.NodeSwapStatus{Capacity: ptr.To(c)}
 	}
 	return v1.NodeStatus{
-		Capacity:    cfg.capacity(),
-		Allocatable: cfg.allocatable(),
-		Phase:       "",
-		Conditions:  conds,
+		Capacity:        cfg.capacity(),
+		Allocatable:     cfg.allocatable(),
+		Phase:           "",
+		Conditions:      conds,
+		VolumesAttached: attached,
 		Addresses: []v1.NodeAddress{
 			{Type: v1.NodeInternalIP, Address: cfg.NodeIP},
 			{Type: v1.NodeHostName, Address: cfg.NodeName},
@@ -112,6 +129,29 @@ func NodeStatus(cfg *Config, old *v1.NodeStatus, p Pressure, runtimeVersion stri
 			OperatingSystem: goruntime.GOOS, Architecture: goruntime.GOARCH, Swap: swap,
 		},
 	}
+}
+
+// mergeNodeConditions is old with each condition of own in place of its
+// first namesake, and the conditions of own that old lacks appended in
+// own's order.
+func mergeNodeConditions(old, own []v1.NodeCondition) []v1.NodeCondition {
+	out := make([]v1.NodeCondition, 0, len(old)+len(own))
+	placed := make([]bool, len(own))
+	for _, o := range old {
+		i := slices.IndexFunc(own, func(c v1.NodeCondition) bool { return c.Type == o.Type })
+		if i < 0 || placed[i] {
+			out = append(out, o)
+			continue
+		}
+		out = append(out, own[i])
+		placed[i] = true
+	}
+	for i, c := range own {
+		if !placed[i] {
+			out = append(out, c)
+		}
+	}
+	return out
 }
 
 // nodeStatusChanged reports whether the status differs from old in

@@ -2,6 +2,7 @@ package kubelet
 
 import (
 	"errors"
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -236,5 +237,71 @@ func TestNodeStatusRetriedFiveTimes(t *testing.T) {
 	h.step(DefaultNodeStatusUpdateFrequency)
 	if err := h.k.updateNodeStatus(h.ctx, true); err != nil || reads != 2 || len(sp.bodies) != 1 {
 		t.Errorf("after a failed read: %v, %d reads, %d patches", err, reads, len(sp.bodies))
+	}
+}
+
+// What other writers put in the node's status — a route controller's
+// NetworkUnavailable condition, the attach/detach controller's attached
+// volumes — survives the kubelet's status posts, as upstream's status
+// setters change the Node as read in place: the kubelet's conditions
+// replace their namesakes where they stand, and those missing are appended.
+// Failed before: the kubelet's status was built afresh, so its patch
+// deleted them.
+func TestNodeStatusKeepsOtherWritersFields(t *testing.T) {
+	t1 := metav1.NewTime(t0.Add(-time.Hour))
+	old := &v1.NodeStatus{
+		Conditions: []v1.NodeCondition{
+			{Type: v1.NodeNetworkUnavailable, Status: v1.ConditionFalse, Reason: "RouteCreated", Message: "RouteController created a route", LastTransitionTime: t1},
+			{Type: v1.NodeReady, Status: v1.ConditionTrue, Reason: "KubeletReady", LastHeartbeatTime: t1, LastTransitionTime: t1},
+			{Type: v1.NodeMemoryPressure, Status: v1.ConditionTrue, Reason: "KubeletHasInsufficientMemory", LastHeartbeatTime: t1, LastTransitionTime: t1},
+		},
+		VolumesAttached: []v1.AttachedVolume{{Name: "kubernetes.io/csi/ebs^vol-1", DevicePath: "/dev/xvdba"}},
+	}
+	cfg := Config{NodeName: "n1", NodeIP: "192.168.0.1"}
+	st := NodeStatus(&cfg, old, Pressure{}, "sim://1", nil, t0)
+	var got []string
+	for _, c := range st.Conditions {
+		got = append(got, fmt.Sprintf("%s=%s@%s", c.Type, c.Status, c.LastTransitionTime.UTC().Format(time.TimeOnly)))
+	}
+	want := []string{"NetworkUnavailable=False@11:00:00", "Ready=True@11:00:00", "MemoryPressure=False@12:00:00", "DiskPressure=False@12:00:00", "PIDPressure=False@12:00:00"}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("conditions %v, want %v", got, want)
+	}
+	if !reflect.DeepEqual(st.VolumesAttached, old.VolumesAttached) {
+		t.Errorf("volumes attached %v, want %v", st.VolumesAttached, old.VolumesAttached)
+	}
+
+	// Through the kubelet: another writer's condition and volumes are in
+	// the node it reads, and still there after it posted.
+	h := newHarness(t, nil)
+	h.k.testReportRand = func() float64 { return 0.5 }
+	if err := h.k.registerNode(h.ctx); err != nil {
+		t.Fatal(err)
+	}
+	nodes := h.client.CoreV1().Nodes()
+	n, err := nodes.Get(h.ctx, "node-7", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.Status.Conditions = append([]v1.NodeCondition{old.Conditions[0]}, n.Status.Conditions...)
+	n.Status.VolumesAttached = old.VolumesAttached
+	if _, err := nodes.UpdateStatus(h.ctx, n, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	var sp statusPatches
+	h.client.PrependReactor("patch", "nodes", sp.react)
+	h.step(DefaultNodeStatusReportFrequency)
+	if err := h.k.updateNodeStatus(h.ctx, false); err != nil {
+		t.Fatal(err)
+	}
+	if len(sp.bodies) != 1 || strings.Contains(sp.bodies[0], "$patch") || strings.Contains(sp.bodies[0], "volumesAttached") {
+		t.Errorf("status patches %q, want one touching only the kubelet's conditions", sp.bodies)
+	}
+	n, err = nodes.Get(h.ctx, "node-7", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(n.Status.Conditions) != 5 || n.Status.Conditions[0].Type != v1.NodeNetworkUnavailable || len(n.Status.VolumesAttached) != 1 {
+		t.Errorf("node after the kubelet's post: conditions %+v, volumes attached %+v", n.Status.Conditions, n.Status.VolumesAttached)
 	}
 }
