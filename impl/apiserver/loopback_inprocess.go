@@ -17,7 +17,11 @@ import (
 
 // The server's own writes at start and in its control loops (the system
 // namespaces, the `kubernetes` Service, its Endpoints and EndpointSlice,
-// the resources' bootstrap objects) are requests of its loopback identity
+// the resources' bootstrap objects, the API Priority and Fairness
+// configuration objects and their FlowSchemas' Dangling condition, the
+// service repair events, and the post-start hooks' writes through
+// PostStartHookContext.LoopbackClientConfig: the RBAC bootstrap policy)
+// are requests of its loopback identity
 // served by its full handler in process, as kube-apiserver's controllers
 // make them through its loopback client: authenticated as
 // system:apiserver, audited, counted in the request metrics, authorized,
