@@ -223,6 +223,7 @@ func (s *Server) writeObject(w http.ResponseWriter, r *http.Request, code int, o
 		endpoints.WriteError(w, r, s.codecs, err, schema.GroupResource{}, "")
 		return
 	}
+	audit.LogResponseObject(r.Context())
 	w.Header().Set("Content-Type", target.ContentType)
 	w.WriteHeader(code)
 	_, _ = w.Write(data)

@@ -15,6 +15,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	authnv1 "k8s.io/api/authentication/v1"
@@ -215,6 +216,9 @@ type recorder struct {
 	// verb but patch, which records requestBody.
 	requestObject json.RawMessage
 	finished      bool
+	// responseLogged: the handler answered with an API object
+	// (LogResponseObject), the only body the event records.
+	responseLogged atomic.Bool
 	// latency accumulates the request's layer latencies, and excluded
 	// holds its webhook calls and queue wait; nil for a watch.
 	latency  *reqlatency.Trackers
@@ -439,10 +443,14 @@ func (rec *recorder) finish(rw *responseWriter) {
 		})
 		return
 	}
+	if !rec.responseLogged.Load() {
+		// No API object (LogResponseObject): the code alone.
+		body = nil
+	}
 	rec.emit(StageResponseComplete, func(ev *Event) {
 		ev.ResponseStatus = responseStatus(code, contentType, body)
 		rec.addLatencyAnnotations(ev)
-		if !ev.Level.Less(LevelRequestResponse) && !rw.longRunning && body != nil {
+		if !ev.Level.Less(LevelRequestResponse) && body != nil {
 			ev.ResponseObject = rec.responseObject(contentType, body)
 		}
 	})
@@ -642,7 +650,10 @@ func (rw *responseWriter) Write(p []byte) (int, error) {
 	if !rw.captureAll && rw.code < 300 {
 		limit = min(limit, statusProbeBytes)
 	}
-	if !rw.longRunning && !rw.overflow {
+	// A long-running request's body is a stream (a watch's events, logs,
+	// a proxied answer), kept only when it is an API object after all (an
+	// error's Status, before any stream).
+	if (!rw.longRunning || rw.rec.responseLogged.Load()) && !rw.overflow {
 		if rw.body.Len()+len(p) > limit {
 			rw.overflow = true
 			rw.body.Reset()

@@ -66,13 +66,15 @@ func createPod(body, contentType string) *http.Request {
 	return r
 }
 
-// created answers 201 with the request body, after reading all of it.
+// created answers 201 with the request body, after reading all of it, as
+// an API object (LogResponseObject).
 func created(t *testing.T) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		body, err := io.ReadAll(r.Body)
 		if err != nil || len(body) == 0 {
 			t.Errorf("handler read %q, %v: the audit filter lost the body", body, err)
 		}
+		LogResponseObject(r.Context())
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusCreated)
 		w.Write(body)
@@ -204,6 +206,7 @@ func TestRequestObjectOnlyOnceHandled(t *testing.T) {
 func TestFailureStatusAtMetadataLevel(t *testing.T) {
 	events, _ := serve(t, policyAt(LevelMetadata), httptest.NewRequest(http.MethodGet, "/api/v1/namespaces/ns/pods/missing", nil),
 		func(w http.ResponseWriter, r *http.Request) {
+			LogResponseObject(r.Context())
 			w.Header().Set("Content-Type", "application/json")
 			w.WriteHeader(http.StatusNotFound)
 			json.NewEncoder(w).Encode(metav1.Status{TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"}, Status: metav1.StatusFailure,

@@ -9,9 +9,11 @@ import (
 	"testing"
 )
 
-// answering answers 200 with body as JSON.
+// answering answers 200 with body as JSON, an API object
+// (LogResponseObject).
 func answering(body string) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
+		LogResponseObject(r.Context())
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusOK)
 		_, _ = w.Write([]byte(body))

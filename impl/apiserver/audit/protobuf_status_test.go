@@ -38,6 +38,7 @@ func TestProtobufStatusResponse(t *testing.T) {
 		req := httptest.NewRequest(http.MethodGet, "/api/v1/namespaces/ns/pods/p", nil)
 		req.Header.Set("Accept", "application/vnd.kubernetes.protobuf")
 		events, _ := serve(t, policyAt(level), req, func(w http.ResponseWriter, r *http.Request) {
+			LogResponseObject(r.Context())
 			w.Header().Set("Content-Type", "application/vnd.kubernetes.protobuf")
 			w.WriteHeader(http.StatusNotFound)
 			w.Write(body)
@@ -53,6 +54,7 @@ func TestProtobufStatusResponse(t *testing.T) {
 	pb, _ := pod.Marshal()
 	events, _ := serve(t, policyAt(LevelMetadata), httptest.NewRequest(http.MethodGet, "/api/v1/namespaces/ns/pods/p", nil),
 		func(w http.ResponseWriter, r *http.Request) {
+			LogResponseObject(r.Context())
 			w.Header().Set("Content-Type", "application/vnd.kubernetes.protobuf")
 			w.Write(append([]byte("k8s\x00"), pb...))
 		})

@@ -31,6 +31,7 @@ func TestSuccessStatusResponse(t *testing.T) {
 	for _, level := range []Level{LevelMetadata, LevelRequest, LevelRequestResponse} {
 		events, _ := serve(t, policyAt(level), httptest.NewRequest(http.MethodDelete, "/api/v1/namespaces/ns/configmaps/cm", nil),
 			func(w http.ResponseWriter, r *http.Request) {
+				LogResponseObject(r.Context())
 				w.Header().Set("Content-Type", "application/json")
 				w.WriteHeader(http.StatusOK)
 				json.NewEncoder(w).Encode(metav1.Status{TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"},

@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/kubeproof/kubeproof/impl/apiserver/audit"
 	"github.com/kubeproof/kubeproof/impl/apiserver/codec"
 	"github.com/kubeproof/kubeproof/impl/apiserver/resource"
 )
@@ -259,13 +260,13 @@ func (h *Handler) serveRoot(w http.ResponseWriter, r *http.Request, core bool) {
 		default:
 			obj = h.apisV2beta1
 		}
-		write(w, target, obj)
+		write(w, r, target, obj)
 		return
 	}
 	if core {
 		v := &metav1.APIVersions{Versions: []string{"v1"}, ServerAddressByClientCIDRs: serverAddress(r)}
 		v.Kind, v.APIVersion = "APIVersions", "v1"
-		write(w, target, v)
+		write(w, r, target, v)
 		return
 	}
 	l := &metav1.APIGroupList{}
@@ -276,7 +277,7 @@ func (h *Handler) serveRoot(w http.ResponseWriter, r *http.Request, core bool) {
 		}
 		l.Groups = append(l.Groups, h.apiGroup(g))
 	}
-	write(w, target, l)
+	write(w, r, target, l)
 }
 
 func (h *Handler) apiGroup(g groupInfo) metav1.APIGroup {
@@ -301,7 +302,7 @@ func (h *Handler) ServeGroup(w http.ResponseWriter, r *http.Request, group strin
 		}
 		ag := h.apiGroup(g)
 		ag.Kind, ag.APIVersion = "APIGroup", "v1"
-		write(w, target, &ag)
+		write(w, r, target, &ag)
 		return true
 	}
 	return false
@@ -321,7 +322,7 @@ func (h *Handler) ServeVersion(w http.ResponseWriter, r *http.Request, gv schema
 	}
 	out := *l
 	out.Kind, out.APIVersion = "APIResourceList", "v1"
-	write(w, target, &out)
+	write(w, r, target, &out)
 	return true
 }
 
@@ -338,7 +339,11 @@ func (h *Handler) writeErr(w http.ResponseWriter, r *http.Request, err error) {
 	_, _ = w.Write(data)
 }
 
-func write(w http.ResponseWriter, target codec.Target, obj runtime.Object) {
+// write answers obj, a discovery document, in target. Like every object
+// kube-apiserver's discovery handlers answer (WriteObjectNegotiated), it
+// is the audit's responseObject.
+func write(w http.ResponseWriter, r *http.Request, target codec.Target, obj runtime.Object) {
+	audit.LogResponseObject(r.Context())
 	w.Header().Set("Content-Type", target.ContentType)
 	w.WriteHeader(http.StatusOK)
 	_ = target.Info.Serializer.Encode(obj, w)

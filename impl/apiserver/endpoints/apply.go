@@ -251,7 +251,7 @@ func (h *Handler) apply(w http.ResponseWriter, r *http.Request, info *request.In
 	if err != nil {
 		return err
 	}
-	writeRaw(w, target, writeCode(created), resp)
+	writeResponse(w, r, target, writeCode(created), resp)
 	return nil
 }
 

@@ -160,7 +160,7 @@ func (h *Handler) bind(w http.ResponseWriter, r *http.Request, info *request.Inf
 		}
 		return apierrors.NewConflict(bindingGR, name, err)
 	}
-	writeRaw(w, target, http.StatusCreated, &metav1.Status{
+	writeResponse(w, r, target, http.StatusCreated, &metav1.Status{
 		TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"},
 		Status:   metav1.StatusSuccess, Code: http.StatusCreated,
 	})

@@ -68,7 +68,7 @@ func (h *Handler) create(w http.ResponseWriter, r *http.Request, info *request.I
 	if err != nil {
 		return err
 	}
-	writeRaw(w, target, http.StatusCreated, out)
+	writeResponse(w, r, target, http.StatusCreated, out)
 	return nil
 }
 

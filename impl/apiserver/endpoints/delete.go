@@ -105,7 +105,7 @@ func (h *Handler) delete(w http.ResponseWriter, r *http.Request, info *request.I
 	if err != nil {
 		return err
 	}
-	writeRaw(w, target, code, resp)
+	writeResponse(w, r, target, code, resp)
 	return nil
 }
 
@@ -685,6 +685,6 @@ func (h *Handler) deleteCollection(w http.ResponseWriter, r *http.Request, info 
 	if err != nil {
 		return err
 	}
-	writeRaw(w, target, http.StatusOK, list)
+	writeResponse(w, r, target, http.StatusOK, list)
 	return nil
 }

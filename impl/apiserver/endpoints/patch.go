@@ -176,7 +176,7 @@ func (h *Handler) patch(w http.ResponseWriter, r *http.Request, info *request.In
 	if err != nil {
 		return err
 	}
-	writeRaw(w, target, http.StatusOK, resp)
+	writeResponse(w, r, target, http.StatusOK, resp)
 	return nil
 }
 

@@ -21,6 +21,7 @@ import (
 	serjson "k8s.io/apimachinery/pkg/runtime/serializer/json"
 	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
 
+	"github.com/kubeproof/kubeproof/impl/apiserver/audit"
 	"github.com/kubeproof/kubeproof/impl/apiserver/codec"
 	"github.com/kubeproof/kubeproof/impl/apiserver/request"
 	"github.com/kubeproof/kubeproof/impl/storage"
@@ -62,7 +63,7 @@ func (h *Handler) get(w http.ResponseWriter, r *http.Request, info *request.Info
 	if err != nil {
 		return err
 	}
-	writeRaw(w, target, http.StatusOK, obj)
+	writeResponse(w, r, target, http.StatusOK, obj)
 	return nil
 }
 
@@ -137,6 +138,7 @@ func (h *Handler) list(w http.ResponseWriter, r *http.Request, info *request.Inf
 	if err != nil {
 		return err
 	}
+	audit.LogResponseObject(r.Context())
 	writeList(w, h.opts.Codecs.Scheme, target, obj)
 	return nil
 }

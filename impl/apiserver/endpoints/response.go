@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilnet "k8s.io/apimachinery/pkg/util/net"
 
+	"github.com/kubeproof/kubeproof/impl/apiserver/audit"
 	"github.com/kubeproof/kubeproof/impl/apiserver/codec"
 	"github.com/kubeproof/kubeproof/impl/apiserver/request"
 )
@@ -26,6 +27,15 @@ var bufPool = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 
 // maxPooledBuffer: larger encode buffers are dropped rather than pooled.
 const maxPooledBuffer = 256 << 10
+
+// writeResponse writes obj, the API object a handler answers with, as
+// writeRaw does, telling the audit filter first that it is one (recorded
+// as the responseObject), as kube-apiserver's WriteObjectNegotiated passes
+// every object it has negotiated a media type for to LogResponseObject.
+func writeResponse(w http.ResponseWriter, r *http.Request, target codec.Target, code int, obj runtime.Object) {
+	audit.LogResponseObject(r.Context())
+	writeRaw(w, target, code, obj)
+}
 
 // writeRaw encodes obj with target's serializer and writes it with code.
 // The object's kind must already be set.
@@ -124,7 +134,13 @@ func WriteStatusError(w http.ResponseWriter, r *http.Request, c *codec.Codecs, s
 	st.Status = metav1.StatusFailure
 	st.Kind, st.APIVersion = "Status", "v1"
 	target, err := c.Negotiate(r, nil, false)
-	if err != nil {
+	if err == nil {
+		audit.LogResponseObject(r.Context())
+	} else {
+		// As kube-apiserver's WriteObjectNegotiated, which writes an
+		// error it cannot negotiate a media type for as plain JSON
+		// (WriteRawJSON) without passing it to LogResponseObject: the
+		// audit records its code alone.
 		target, _ = c.Negotiate(jsonOnly, nil, false)
 	}
 	// Any Status that suggests a delay says so in Retry-After, whatever its

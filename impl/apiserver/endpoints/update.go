@@ -78,7 +78,7 @@ func (h *Handler) getSubresource(w http.ResponseWriter, r *http.Request, info *r
 	if err != nil {
 		return err
 	}
-	writeRaw(w, target, http.StatusOK, obj)
+	writeResponse(w, r, target, http.StatusOK, obj)
 	return nil
 }
 
@@ -174,7 +174,7 @@ func (h *Handler) update(w http.ResponseWriter, r *http.Request, info *request.I
 	if err != nil {
 		return err
 	}
-	writeRaw(w, target, writeCode(created), resp)
+	writeResponse(w, r, target, writeCode(created), resp)
 	return nil
 }
 

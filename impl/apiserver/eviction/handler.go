@@ -213,6 +213,7 @@ func (h *Handler) write(w http.ResponseWriter, r *http.Request, target codec.Tar
 		endpoints.WriteError(w, r, h.codecs, err, evictGR, "")
 		return
 	}
+	audit.LogResponseObject(r.Context())
 	w.Header().Set("Content-Type", target.ContentType)
 	w.WriteHeader(code)
 	_, _ = w.Write(data)
