@@ -185,10 +185,10 @@ func danglingCondition(fs *flowcontrolv1.FlowSchema, missing bool) flowcontrolv1
 	level := fs.Spec.PriorityLevelConfiguration.Name
 	if missing {
 		return flowcontrolv1.FlowSchemaCondition{Type: flowcontrolv1.FlowSchemaConditionDangling, Status: flowcontrolv1.ConditionTrue,
-			Reason: "NotFound", Message: fmt.Sprintf("the priority level %q this FlowSchema names does not exist", level)}
+			Reason: "NotFound", Message: fmt.Sprintf("This FlowSchema references the PriorityLevelConfiguration object named %q but there is no such object", level)}
 	}
 	return flowcontrolv1.FlowSchemaCondition{Type: flowcontrolv1.FlowSchemaConditionDangling, Status: flowcontrolv1.ConditionFalse,
-		Reason: "Found", Message: fmt.Sprintf("the priority level %q this FlowSchema names exists", level)}
+		Reason: "Found", Message: fmt.Sprintf("This FlowSchema references the PriorityLevelConfiguration object named %q and it exists", level)}
 }
 
 // setDangling puts want among conds; it reports false when conds already

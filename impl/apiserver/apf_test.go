@@ -62,6 +62,10 @@ func TestFlowControlObjectsBootstrapped(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, fs := range list.Items {
+		if got, want := fs.Status.Conditions[0].Message, fmt.Sprintf("This FlowSchema references the PriorityLevelConfiguration object named %q and it exists",
+			fs.Spec.PriorityLevelConfiguration.Name); got != want {
+			t.Errorf("FlowSchema %s: Dangling=False message %q, want %q", fs.Name, got, want)
+		}
 		applied, created := false, false
 		for _, mf := range fs.ManagedFields {
 			applied = applied || mf.Manager == "api-priority-and-fairness-config-consumer-v1" &&
@@ -262,6 +266,13 @@ func TestFlowSchemaChangesWhatAUserGets(t *testing.T) {
 		return err == nil && len(fs.Status.Conditions) == 1 && fs.Status.Conditions[0].Status == flowcontrolv1.ConditionTrue &&
 			fs.Status.Conditions[0].Reason == "NotFound"
 	})
+	// kube-apiserver's message (kubectl describe shows it).
+	if dangling, err := fc.FlowSchemas().Get(ctx(t), "alice-dangling", metav1.GetOptions{}); err != nil {
+		t.Fatal(err)
+	} else if got, want := dangling.Status.Conditions[0].Message,
+		`This FlowSchema references the PriorityLevelConfiguration object named "nowhere" but there is no such object`; got != want {
+		t.Errorf("Dangling=True message %q, want %q", got, want)
+	}
 	list := func(user string) response {
 		return e.do("GET", "/api/v1/namespaces/default/configmaps", nil, "Impersonate-User", user)
 	}
