@@ -192,7 +192,7 @@ func (k *Kubelet) evictionTick(ctx context.Context) {
 		k.log.Info("node pressure", "conditions", d.Conditions)
 		if registered {
 			if err := k.updateNodeStatus(ctx, false); err != nil && ctx.Err() == nil {
-				k.log.Warn("node status", "err", err)
+				k.log.Error("Unable to update node status", "err", err)
 			}
 		}
 	}

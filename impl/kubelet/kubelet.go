@@ -924,7 +924,7 @@ func (k *Kubelet) housekeeping(ctx context.Context) {
 		wait.arm(k)
 		if !now.Before(nextStatus) {
 			if err := k.updateNodeStatus(ctx, false); err != nil && ctx.Err() == nil {
-				k.log.Warn("node status", "err", err)
+				k.log.Error("Unable to update node status", "err", err)
 			}
 			nextStatus = now.Add(k.cfg.NodeStatusUpdateFrequency)
 		}

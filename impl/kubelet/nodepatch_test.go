@@ -1,8 +1,10 @@
 package kubelet
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
+	"log/slog"
 	"reflect"
 	"strings"
 	"testing"
@@ -183,7 +185,10 @@ func TestNodeStatusRetriedFiveTimes(t *testing.T) {
 		{"always 429", 5, apierrors.NewTooManyRequests("too many requests", 1)},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			h := newHarness(t, nil)
+			var logs bytes.Buffer
+			h := newHarness(t, func(cfg *Config) {
+				cfg.Logger = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelError}))
+			})
 			if err := h.k.registerNode(h.ctx); err != nil {
 				t.Fatal(err)
 			}
@@ -207,6 +212,9 @@ func TestNodeStatusRetriedFiveTimes(t *testing.T) {
 			}
 			if got := nodeGets(h); strings.Join(got, ",") != strings.Join(wantGets, ",") {
 				t.Errorf("node reads with resourceVersions %q, want %q", got, wantGets)
+			}
+			if n := strings.Count(logs.String(), `msg="Error updating node status, will retry"`); n != min(c.failures, nodeStatusUpdateRetry) {
+				t.Errorf("%d tries logged as failed, want %d:\n%s", n, min(c.failures, nodeStatusUpdateRetry), logs.String())
 			}
 			if c.failures < nodeStatusUpdateRetry {
 				if err != nil {
