@@ -9,8 +9,8 @@ import (
 // TestVersionInfo: /version reports the binary's major and minor and, as
 // kube-apiserver since 1.33, the emulation version (the binary's) and the
 // minimum compatibility version (one minor below), all from GitVersion;
-// the component probes' user agent names the same major and minor (or,
-// without them, the gitVersion less its "v").
+// the component probes' user agent names the same major and minor,
+// empty as kube-apiserver's when there are none ("kube-probe/.").
 func TestVersionInfo(t *testing.T) {
 	for _, tc := range []struct {
 		gitVersion                                     string
@@ -22,9 +22,9 @@ func TestVersionInfo(t *testing.T) {
 		{"v1.36.0", "1", "36", "1", "36", "1", "35", "kube-probe/1.36"},
 		{"v2.0.1", "2", "0", "2", "0", "", "", "kube-probe/2.0"},
 		{"1.37.2", "1", "37", "1", "37", "1", "36", "kube-probe/1.37"},
-		{"devel", "", "", "", "", "", "", "kube-probe/devel"},
-		{"v1.x.0", "", "", "", "", "", "", "kube-probe/1.x.0"},
-		{"v-1.37", "", "", "", "", "", "", "kube-probe/-1.37"},
+		{"devel", "", "", "", "", "", "", "kube-probe/."},
+		{"v1.x.0", "", "", "", "", "", "", "kube-probe/."},
+		{"v-1.37", "", "", "", "", "", "", "kube-probe/."},
 	} {
 		got := VersionInfo(tc.gitVersion)
 		want := [...]string{tc.major, tc.minor, tc.emuMajor, tc.emuMinor, tc.minCompMajor, tc.minCompMinor}

@@ -17,7 +17,6 @@ import (
 	"io"
 	"net/http"
 	"path"
-	"strings"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -96,14 +95,11 @@ func NewHTTP(url string, tlsConfig *tls.Config, userAgent string) *HTTP {
 
 // UserAgent is the User-Agent of kube-apiserver's probes for a server
 // whose /version reports info: kube-probe/<major>.<minor>, as
-// kube-apiserver's probe requests read them from its version info
-// (k8s.io/kubernetes pkg/probe/http request.go); a version without them
-// gives its gitVersion, less the "v" ("v1.37.2-kubeproof" →
-// "kube-probe/1.37", "devel" → "kube-probe/devel").
+// kube-apiserver's probe requests format it from its version info
+// whatever it holds (k8s.io/kubernetes pkg/probe/http request.go
+// userAgent), so a version without them gives "kube-probe/."
+// ("v1.37.2-kubeproof" → "kube-probe/1.37", "devel" → "kube-probe/.").
 func UserAgent(info version.Info) string {
-	if info.Major == "" || info.Minor == "" {
-		return "kube-probe/" + strings.TrimPrefix(info.GitVersion, "v")
-	}
 	return "kube-probe/" + info.Major + "." + info.Minor
 }
 
