@@ -31,6 +31,7 @@ import (
 	"github.com/kubeproof/kubeproof/impl/apiserver/auth/bootstrappolicy"
 	"github.com/kubeproof/kubeproof/impl/apiserver/auth/node"
 	"github.com/kubeproof/kubeproof/impl/apiserver/auth/rbac"
+	"github.com/kubeproof/kubeproof/impl/apiserver/auth/rbac/objcache/objcachetest"
 	"github.com/kubeproof/kubeproof/impl/apiserver/request"
 	"github.com/kubeproof/kubeproof/impl/apiserver/resource"
 	"github.com/kubeproof/kubeproof/impl/registry"
@@ -207,7 +208,11 @@ func startServer() (*liveServer, error) {
 			// lists (as impl/cluster's rbacAuthorizer orders them).
 			starters = append(start, nodeAuthz.Run)
 			waits = []func(context.Context) error{nodeAuthz.WaitSynced,
-				func(ctx context.Context) error { return bootstrappolicy.Ensure(ctx, stores) },
+				// Straight to the stores, as the harness drives the server
+				// without Run and its post-start hooks.
+				func(ctx context.Context) error {
+					return bootstrappolicy.Ensure(ctx, objcachetest.PolicyClient{Stores: stores})
+				},
 				func(ctx context.Context) error {
 					s.plugins.Go(func() { rbacAuthz.Run(s.pluginsCtx) })
 					return rbacAuthz.WaitSynced(ctx)
