@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -167,6 +168,9 @@ inline SVG charts) and charts/*.svg.`,
 			if repeat < 1 {
 				return fmt.Errorf("--repeat must be at least 1")
 			}
+			if err := checkWorkloads(args, kubeconfig != ""); err != nil {
+				return err
+			}
 			var baseline *bench.Report
 			if compare != "" {
 				b, err := bench.LoadReport(compare)
@@ -224,9 +228,6 @@ inline SVG charts) and charts/*.svg.`,
 						fmt.Fprintf(&md, "| pods | RSS | peak RSS | create time | watch cache |\n|---:|---:|---:|---:|---|\n| %d | %.0f MiB | %.0f MiB | %s | %v |\n",
 							res.Pods, float64(res.RSSBytes)/(1<<20), float64(res.PeakRSSBytes)/(1<<20), res.CreateTime.Round(time.Millisecond), watchCache)
 					case "node-memory":
-						if kubeconfig != "" {
-							return fmt.Errorf("%s runs its own API server and node agent processes; it does not take --kubeconfig", w)
-						}
 						self, err := os.Executable()
 						if err != nil {
 							return err
@@ -253,9 +254,6 @@ inline SVG charts) and charts/*.svg.`,
 						fmt.Fprintln(&md, "## "+w)
 						bench.WriteSchedulingTable(&md, machine, []bench.SchedulingResult{res})
 					case "startup", "startup-1000x30000":
-						if kubeconfig != "" {
-							return fmt.Errorf("%s runs its own simulated nodes in-process; it does not take --kubeconfig", w)
-						}
 						cfg := bench.StartupConfig{Nodes: startupNodes, Rate: rate, Pods: int(rate * startupDuration.Seconds()), UnsafeNoFsync: fsyncOff, HeapProfile: heapProfile, CPUProfile: cpuProfile, CPUProfileEvery: cpuProfileEvery, Idle: startupIdle}
 						if w == "startup-1000x30000" {
 							cfg.Nodes, cfg.Pods = 1000, 30000
@@ -300,7 +298,7 @@ inline SVG charts) and charts/*.svg.`,
 							bench.WriteSchedulingTable(&md, machine, []bench.SchedulingResult{res})
 							break
 						}
-						return fmt.Errorf("unknown workload %q (writes, apiserver-memory, node-memory, scheduling-basic-500, scheduling-basic-5000, scheduling:NAME, startup, startup-1000x30000, updates, watch-fanout, checkers)", w)
+						return fmt.Errorf("unknown workload %q", w) // checkWorkloads let it through
 					}
 					fmt.Fprintln(&md)
 					fmt.Fprintf(cmd.ErrOrStderr(), "bench: %s took %s\n", w, time.Since(wStart).Round(time.Second))
@@ -396,6 +394,42 @@ func runSchedulingWorkload(ctx context.Context, progress io.Writer, name, kubeco
 	res, err := bench.RunScheduling(ctx, cfg)
 	fmt.Fprintln(progress)
 	return res, err
+}
+
+// checkWorkloads refuses a workload list before anything runs (the tables
+// are printed at the end, so a refusal after the first workloads would
+// throw their results away): an unknown name, a scheduling:NAME that
+// bench/workloads lacks, and with --kubeconfig (remote) the workloads that
+// start their own servers.
+func checkWorkloads(workloads []string, remote bool) error {
+	var errs []error
+	for _, w := range workloads {
+		switch w {
+		case "writes", "updates", "watch-fanout", "scheduling-basic-500", "scheduling-basic-5000", "checkers":
+		case "apiserver-memory":
+			if remote {
+				errs = append(errs, fmt.Errorf("%s runs its own API server process; it does not take --kubeconfig", w))
+			}
+		case "node-memory":
+			if remote {
+				errs = append(errs, fmt.Errorf("%s runs its own API server and node agent processes; it does not take --kubeconfig", w))
+			}
+		case "startup", "startup-1000x30000":
+			if remote {
+				errs = append(errs, fmt.Errorf("%s runs its own simulated nodes in-process; it does not take --kubeconfig", w))
+			}
+		default:
+			name, ok := strings.CutPrefix(w, "scheduling:")
+			if !ok {
+				errs = append(errs, fmt.Errorf("unknown workload %q (writes, apiserver-memory, node-memory, scheduling-basic-500, scheduling-basic-5000, scheduling:NAME, startup, startup-1000x30000, updates, watch-fanout, checkers)", w))
+				continue
+			}
+			if _, err := bench.SchedulingWorkloadByName(name); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // progressPrinter rewrites one status line on w.
