@@ -45,9 +45,15 @@ func (h *Handler) create(w http.ResponseWriter, r *http.Request, info *request.I
 	if h.res.Namespaced {
 		m := accessor(obj)
 		switch {
+		case m.GetNamespace() == info.Namespace:
 		case m.GetNamespace() == "":
 			m.SetNamespace(info.Namespace)
-		case m.GetNamespace() != info.Namespace:
+		case info.Namespace == "":
+			// An empty namespace segment (/namespaces//pods): as
+			// kube-apiserver's create handler, the request's empty
+			// namespace wins, as it would for a cluster-scoped object.
+			m.SetNamespace("")
+		default:
 			return apierrors.NewBadRequest("the namespace of the provided object does not match the namespace sent on the request")
 		}
 	}
@@ -102,7 +108,11 @@ func (h *Handler) createObject(ctx context.Context, info *request.Info, obj runt
 	m := accessor(obj)
 	if !h.res.Namespaced {
 		m.SetNamespace("")
-	} else if m.GetNamespace() == "" {
+	} else if m.GetNamespace() == "" && (info == nil || !info.UnderNamespace) {
+		// An internal caller's object without a namespace. A POST to an
+		// empty namespace segment (/namespaces//pods) goes on, as in
+		// kube-apiserver, through admission to validation, whose
+		// metadata.namespace "Required value" refuses it (422).
 		return nil, apierrors.NewBadRequest("Namespace parameter required.")
 	}
 	// kube-apiserver's store refuses a resourceVersion that is an unsigned

@@ -666,7 +666,10 @@ func (h *Handler) deleteCollection(w http.ResponseWriter, r *http.Request, info 
 		// with it and no name (admitCollectionItem).
 		iinfo := *info
 		iinfo.Name, iinfo.Verb = m.GetName(), "delete"
-		ikey, err := h.objectKey(m.GetNamespace(), m.GetName())
+		// The request's namespace, as kube-apiserver's store deletes each
+		// item by name in it: the empty one of /namespaces//pods lists
+		// every namespace's and deletes none (objectKey's 400).
+		ikey, err := h.objectKey(info.Namespace, m.GetName())
 		if err != nil {
 			return err
 		}

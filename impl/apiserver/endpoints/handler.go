@@ -210,12 +210,14 @@ func (h *Handler) route(info *request.Info) (serveFunc, error) {
 		// A collection's routes are list/watch, create and
 		// deletecollection, and across namespaces list/watch only: any
 		// other method is the router's 405 (a DELETE of every namespace's
-		// objects included).
+		// objects included). An empty namespace segment
+		// (/namespaces//pods) is still the namespaced collection's route,
+		// with the empty namespace (see create and deleteCollection).
 		switch info.Verb {
 		case "update", "patch":
 			return nil, MethodNotAllowed()
 		case "create", "deletecollection":
-			if h.res.Namespaced && info.Namespace == "" {
+			if h.res.Namespaced && !info.UnderNamespace {
 				return nil, MethodNotAllowed()
 			}
 		}
