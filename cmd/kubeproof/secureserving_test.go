@@ -225,6 +225,7 @@ func TestSecureServingFlagDefaults(t *testing.T) {
 			"authentication-tolerate-lookup-failure": "false", "authorization-kubeconfig": "",
 			"authorization-always-allow-paths": "[/healthz,/readyz,/livez]", "metrics-bind-address": "",
 			"tls-cipher-suites": "[]", "tls-min-version": "", "tls-sni-cert-key": "[]",
+			"http2-max-streams-per-connection": "0", "permit-port-sharing": "false", "permit-address-sharing": "false",
 		} {
 			if got := f.Lookup(flag); got == nil || got.DefValue != want {
 				t.Errorf("%s --%s: %v, want default %q", name, flag, got, want)

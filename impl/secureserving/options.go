@@ -54,6 +54,12 @@ type Options struct {
 	// SNICertKeys are served to clients asking for their names; others
 	// get the default certificate.
 	SNICertKeys []cliflag.NamedCertKey
+	// HTTP2MaxStreamsPerConnection is the HTTP/2 concurrent stream limit
+	// a connection gets (0: upstream's 100).
+	HTTP2MaxStreamsPerConnection int
+	// PermitPortSharing (SO_REUSEPORT) and PermitAddressSharing
+	// (SO_REUSEADDR) are set on the listening socket.
+	PermitPortSharing, PermitAddressSharing bool
 
 	// ClientCAFile verifies client certificates (user CN, groups O).
 	ClientCAFile string
@@ -138,6 +144,9 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringSliceVar(&o.TLSCipherSuites, "tls-cipher-suites", o.TLSCipherSuites, "comma-separated cipher suites of the server (empty: Go's defaults). Preferred values: "+strings.Join(cliflag.PreferredTLSCipherNames(), ", ")+". Insecure values: "+strings.Join(cliflag.InsecureTLSCipherNames(), ", ")+".")
 	fs.StringVar(&o.TLSMinVersion, "tls-min-version", o.TLSMinVersion, "minimum TLS version (empty: VersionTLS12). Possible values: "+strings.Join(cliflag.TLSPossibleVersions(), ", "))
 	fs.Var(cliflag.NewNamedCertKeyArray(&o.SNICertKeys), "tls-sni-cert-key", "a certificate and key file served to clients asking (SNI) for the names after ':' (none: the certificate's own DNS names and domain CommonName; '*.' a wildcard); exact names before wildcards, given names before extracted ones; repeat for more pairs. Examples: \"example.crt,example.key\" or \"foo.crt,foo.key:*.foo.com,foo.com\"")
+	fs.IntVar(&o.HTTP2MaxStreamsPerConnection, "http2-max-streams-per-connection", o.HTTP2MaxStreamsPerConnection, "the limit of concurrent streams of an HTTP/2 connection given to clients (0: 100)")
+	fs.BoolVar(&o.PermitPortSharing, "permit-port-sharing", o.PermitPortSharing, "bind the secure port with SO_REUSEPORT, so that more than one instance may listen on the same address and port")
+	fs.BoolVar(&o.PermitAddressSharing, "permit-address-sharing", o.PermitAddressSharing, "bind the secure port with SO_REUSEADDR: wildcard and specific addresses in parallel, no wait for sockets in TIME_WAIT")
 	fs.StringVar(&o.ClientCAFile, "client-ca-file", o.ClientCAFile, "PEM CA bundle: a client certificate it signs authenticates its CommonName as user, its Organizations as groups")
 	fs.StringVar(&o.AuthenticationKubeconfig, "authentication-kubeconfig", o.AuthenticationKubeconfig, "kubeconfig of the API server that reviews bearer tokens (tokenreviews create); empty: tokens are ignored and requests without a client certificate are anonymous")
 	fs.BoolVar(&o.AuthenticationSkipLookup, "authentication-skip-lookup", o.AuthenticationSkipLookup, "do not read the client CA from kube-system/extension-apiserver-authentication when --client-ca-file is empty")

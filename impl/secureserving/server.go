@@ -30,7 +30,15 @@ type Server struct {
 	authn *authenticator
 	authz *authorizer
 	log   *slog.Logger
+	// http2Streams is the concurrent stream limit of an HTTP/2
+	// connection.
+	http2Streams int
 }
+
+// defaultHTTP2MaxStreams is upstream secure serving's stream limit when
+// --http2-max-streams-per-connection is 0 (that of HTTP/2 clients'
+// initial assumption).
+const defaultHTTP2MaxStreams = 100
 
 // New binds o's address and loads what serving needs: the certificate,
 // the client CA, the reviewing API servers' clients. Nil (and no error)
@@ -112,11 +120,19 @@ func New(ctx context.Context, o *Options, log *slog.Logger) (*Server, error) {
 	}
 	ln := o.Listener
 	if ln == nil {
-		if ln, err = net.Listen("tcp", addr); err != nil {
+		var lc net.ListenConfig
+		if o.PermitPortSharing || o.PermitAddressSharing {
+			lc.Control = socketOptions(o.PermitPortSharing, o.PermitAddressSharing)
+		}
+		if ln, err = lc.Listen(ctx, "tcp", addr); err != nil {
 			return nil, fmt.Errorf("listening on %s for HTTPS: %w", addr, err)
 		}
 	}
-	return &Server{ln: ln, tls: tlsConfig, authn: authn, authz: authz, log: log}, nil
+	streams := o.HTTP2MaxStreamsPerConnection
+	if streams <= 0 {
+		streams = defaultHTTP2MaxStreams
+	}
+	return &Server{ln: ln, tls: tlsConfig, authn: authn, authz: authz, log: log, http2Streams: streams}, nil
 }
 
 // Addr is the bound address.
@@ -129,6 +145,7 @@ func (s *Server) Serve(ctx context.Context, handler http.Handler) error {
 		Handler:           s.filter(handler),
 		TLSConfig:         s.tls,
 		ReadHeaderTimeout: 10 * time.Second,
+		HTTP2:             &http.HTTP2Config{MaxConcurrentStreams: s.http2Streams},
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
 	}
 	served := make(chan error, 1)
