@@ -31,7 +31,7 @@ func TestEmptyNamespaceSegment(t *testing.T) {
 		{ns + "/pods/x/exec", []string{"GET", "POST"}},
 		{ns + "/pods/x/eviction", []string{"POST"}},
 		{ns + "/pods/x/proxy", []string{"GET", "POST", "PUT", "PATCH", "DELETE"}},
-		{ns + "/services/x/proxy/healthz", []string{"GET"}},
+		{ns + "/services/x:80/proxy/healthz", []string{"GET"}},
 		{ns + "/serviceaccounts/x/token", []string{"POST"}},
 		{"/apis/apps/v1/namespaces//deployments/x", []string{"GET", "PUT", "PATCH", "DELETE"}},
 		{"/apis/apps/v1/namespaces//deployments/x/scale", []string{"GET", "PUT", "PATCH"}},
@@ -53,5 +53,14 @@ func TestEmptyNamespaceSegment(t *testing.T) {
 	}
 	for _, m := range []string{"GET", "POST", "PUT", "PATCH", "DELETE"} {
 		checkRouterAnswer(t, e, m, ns+"/nodes/x/proxy", http.StatusNotFound)
+	}
+	// services/proxy naming a port by name, or none, reads no Service: the
+	// service REST refuses the empty namespace itself before it reads the
+	// EndpointSlices (kubernetes PR 134860's ResourceLocation).
+	for _, p := range []string{ns + "/services/x/proxy/healthz", ns + "/services/https:x:web/proxy"} {
+		r := e.do("GET", p, nil)
+		if r.code != http.StatusBadRequest || r.status(t).Message != "missing required namespace" {
+			t.Errorf("GET %s: %d %s, want 400 %q", p, r.code, r.body, "missing required namespace")
+		}
 	}
 }

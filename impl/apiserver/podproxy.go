@@ -246,10 +246,17 @@ func (s *Server) serviceProxyURL(ctx context.Context, namespace, id string) (*ur
 		return nil, apierrors.NewBadRequest(fmt.Sprintf("invalid service request %q", id))
 	}
 	if namespace == "" {
-		// An empty namespace segment (/namespaces//services/x/proxy): the
-		// registry's reads refuse it, and a list of EndpointSlices without
-		// one would find another namespace's Service of that name.
-		return nil, apierrors.NewBadRequest("Namespace parameter required.")
+		// An empty namespace segment (/namespaces//services/x/proxy),
+		// refused before any read (a list of EndpointSlices without one
+		// would find another namespace's Service of that name): by the
+		// Service read's key function when a port number is to be mapped
+		// to its name, else by the service REST's own check before the
+		// slices are read (kubernetes PR 134860, storage.go
+		// ResourceLocation as approved in review).
+		if _, err := strconv.ParseInt(port, 10, 64); err == nil {
+			return nil, apierrors.NewBadRequest("Namespace parameter required.")
+		}
+		return nil, apierrors.NewBadRequest("missing required namespace")
 	}
 	if _, err := strconv.ParseInt(port, 10, 64); err == nil {
 		obj, err := storeLookup{s}.get(ctx, servicesGVR, namespace, name)
