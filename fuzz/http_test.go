@@ -218,6 +218,14 @@ func FuzzHTTP(f *testing.F) {
 			req = s.buildRequestIn(&input{data: data}, as.namespace)
 		}
 		req.as = as
+		if in.intn(6) == 5 {
+			// The request in quotaNamespace, its ResourceQuotas' charges
+			// checked (quota_test.go).
+			req = s.buildRequestIn(&input{data: data}, quotaNamespace)
+			req.as = as
+			s.quotaRequest(t, req, in)
+			return
+		}
 		s.check(t, req)
 	})
 }
@@ -442,6 +450,15 @@ func (s *liveServer) check(t *testing.T, req fuzzRequest) (int, []byte) {
 			t.Fatalf("reading what the request wrote: %v\nrequest:\n%s", err, req)
 		}
 		changed = !given
+	}
+	if changed && !success && (req.method == "POST" || req.method == "PUT" || req.method == "PATCH") {
+		// Quota admission charged the write before something after it
+		// refused (kube-apiserver does not undo the charge).
+		charged, err := s.quotaChargedOnly(ctx, rev0, requestNamespace(req.path))
+		if err != nil {
+			t.Fatalf("reading what the request wrote: %v\nrequest:\n%s", err, req)
+		}
+		changed = !charged
 	}
 	switch {
 	case !changed:
