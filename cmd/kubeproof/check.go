@@ -56,8 +56,9 @@ On failure (and with --report-on-success also on success) writes a report into -
 history.html (open in a browser), operations.json, watches.json, violations.json,
 summary.txt. See linearizability/README.md for how to read it.
 
-Without --namespace a fresh namespace is created and deleted afterwards; with it, the
-run's ConfigMaps are deleted afterwards and the namespace stays.`,
+Afterwards the run's ConfigMaps are deleted. Without --namespace a fresh namespace is
+created and deleted after them (on an API server without a namespace controller it stays
+Terminating, empty); with it, the namespace stays.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			logger, err := logs.logger()
@@ -87,10 +88,14 @@ run's ConfigMaps are deleted afterwards and the namespace stays.`,
 				return err
 			}
 			h, err := rec.Run(ctx)
+			// The ConfigMaps go first also from the run's own namespace:
+			// without a namespace controller (a bare API server) a deleted
+			// namespace stays Terminating with everything in it.
+			if h != nil {
+				deleteConfigMaps(cfg, namespace, h.Keys)
+			}
 			if ownNamespace {
 				deleteNamespace(cfg, namespace)
-			} else if h != nil {
-				deleteConfigMaps(cfg, namespace, h.Keys)
 			}
 			if err != nil {
 				return err
@@ -161,8 +166,8 @@ func recorderWatchers(n int) int {
 	return n
 }
 
-// deleteConfigMaps removes the run's ConfigMaps from a namespace the
-// user gave (best effort, with its own deadline as deleteNamespace).
+// deleteConfigMaps removes the run's ConfigMaps from its namespace (best
+// effort, with its own deadline as deleteNamespace).
 func deleteConfigMaps(cfg *rest.Config, namespace string, names []string) {
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {

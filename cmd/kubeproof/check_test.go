@@ -215,3 +215,42 @@ func waitAllowed(t *testing.T, cs kubernetes.Interface, user, namespace string) 
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// TestCheckLinearizabilityCleansOwnNamespace: without --namespace the run's
+// namespace is deleted, and its ConfigMaps before it: on an API server with
+// no namespace controller (as here) the namespace stays Terminating and
+// whatever was in it stays with it, so the ConfigMaps were left behind.
+func TestCheckLinearizabilityCleansOwnNamespace(t *testing.T) {
+	c, cs := clustertest.Start(t, clustertest.Options{})
+	cmd := newCheckCommand()
+	var out bytes.Buffer
+	cmd.SetOut(&out)
+	cmd.SetArgs([]string{"linearizability", "--kubeconfig", c.AdminKubeconfig, "--duration", "1s", "--clients", "2", "--report", t.TempDir()})
+	if err := cmd.Execute(); err != nil {
+		t.Fatalf("check linearizability: %v\n%s", err, out.String())
+	}
+	namespaces, err := cs.CoreV1().Namespaces().List(t.Context(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	own := 0
+	for _, ns := range namespaces.Items {
+		if !strings.HasPrefix(ns.Name, "kubeproof-lin-") {
+			continue
+		}
+		own++
+		if ns.DeletionTimestamp == nil {
+			t.Errorf("namespace %s not deleted", ns.Name)
+		}
+		list, err := cs.CoreV1().ConfigMaps(ns.Name).List(t.Context(), metav1.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, cm := range list.Items {
+			t.Errorf("ConfigMap %s left in the run's namespace %s", cm.Name, ns.Name)
+		}
+	}
+	if own != 1 {
+		t.Errorf("%d namespaces kubeproof-lin-*, want the run's one (Terminating: nothing here removes its finalizer)", own)
+	}
+}
