@@ -238,6 +238,7 @@ func (r *Recorder) ensureNamespace(ctx context.Context) error {
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		_, err := r.clients[0].CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{})
+		retry := transient(err)
 		switch {
 		case err == nil || apierrors.IsAlreadyExists(err):
 			return nil
@@ -246,32 +247,45 @@ func (r *Recorder) ensureNamespace(ctx context.Context) error {
 			// job's, typically) may not create, nor even read, the
 			// namespace: a dry-run ConfigMap create tells whether it
 			// exists with the rights the run needs anyway.
-			if probeErr := r.probeNamespace(ctx); probeErr != nil {
-				return fmt.Errorf("creating namespace %s: %w; and %w", r.cfg.Namespace, err, probeErr)
+			probeErr := r.probeNamespace(ctx)
+			if probeErr == nil {
+				return nil
 			}
-			return nil
-		case (apierrors.IsServerTimeout(err) || apierrors.IsTimeout(err) || apierrors.IsTooManyRequests(err) ||
-			apierrors.IsInternalError(err) || apierrors.IsServiceUnavailable(err)) && time.Now().Before(deadline):
-			select {
-			case <-ctx.Done():
-				return fmt.Errorf("creating namespace %s: %w", r.cfg.Namespace, ctx.Err())
-			case <-time.After(200 * time.Millisecond):
-			}
-		default:
+			err = fmt.Errorf("%w; and %w", err, probeErr)
+			retry = transient(probeErr)
+		}
+		if !retry || time.Now().After(deadline) {
 			return fmt.Errorf("creating namespace %s: %w", r.cfg.Namespace, err)
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("creating namespace %s: %w", r.cfg.Namespace, ctx.Err())
+		case <-time.After(200 * time.Millisecond):
 		}
 	}
 }
 
+// transient says whether err is an answer a server under faults may give
+// for a while (a timeout, a 429, a 500 or a 503), worth retrying during
+// the setup.
+func transient(err error) bool {
+	return apierrors.IsServerTimeout(err) || apierrors.IsTimeout(err) || apierrors.IsTooManyRequests(err) ||
+		apierrors.IsInternalError(err) || apierrors.IsServiceUnavailable(err)
+}
+
 // probeNamespace creates one of the run's ConfigMaps with dryRun=All: an
 // answer of 201 says the namespace exists and the run may write there; a
-// missing namespace answers 404 (namespaces "NAME" not found).
+// missing namespace answers 404 (namespaces "NAME" not found). A 409 (a
+// ConfigMap of an earlier run with the same seed left behind) says the
+// namespace exists too: a create is admitted, NamespaceLifecycle
+// included, before the store finds its name taken, as kube-apiserver's
+// dry-run storage does for a real one. Nothing is stored.
 func (r *Recorder) probeNamespace(ctx context.Context) error {
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{
 		Name: r.keys[0], Namespace: r.cfg.Namespace, Labels: map[string]string{RunLabel: r.run},
 	}}
 	_, err := r.clients[0].CoreV1().ConfigMaps(r.cfg.Namespace).Create(ctx, cm, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
-	if err != nil {
+	if err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("trying a ConfigMap create there (dry run): %w", err)
 	}
 	return nil
