@@ -152,7 +152,9 @@ func (a *authenticator) reviewToken(ctx context.Context, token string) (user, er
 // groups, as kube-apiserver's authenticators do.
 func authenticated(u user) user {
 	if !slices.Contains(u.groups, "system:authenticated") && !slices.Contains(u.groups, "system:unauthenticated") {
-		u.groups = append(u.groups, "system:authenticated")
+		// Clipped: u may be a cached answer other requests share, whose
+		// backing array must not be written.
+		u.groups = append(slices.Clip(u.groups), "system:authenticated")
 	}
 	return u
 }

@@ -3,6 +3,9 @@ package secureserving
 import (
 	"context"
 	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"sync"
 	"testing"
 	"time"
@@ -162,4 +165,56 @@ func TestAccessReviewsCached(t *testing.T) {
 	if a := access.count("alice"); a != 4 {
 		t.Errorf("failed reviews: alice reviewed %d times, want 4 (failures not cached)", a)
 	}
+}
+
+// manyGroupsTokens accepts every token as alice with 17 groups: a clone
+// of 17 strings has room for an 18th, so appending system:authenticated
+// to a cached answer in place would write an array other requests share.
+type manyGroupsTokens struct{}
+
+func (manyGroupsTokens) Create(_ context.Context, r *authenticationv1.TokenReview, _ metav1.CreateOptions) (*authenticationv1.TokenReview, error) {
+	groups := make([]string, 17)
+	for i := range groups {
+		groups[i] = fmt.Sprintf("g%d", i)
+	}
+	r.Status = authenticationv1.TokenReviewStatus{Authenticated: true, User: authenticationv1.UserInfo{Username: "alice", Groups: groups}}
+	return r, nil
+}
+
+// TestCachedTokenAnswerNotShared: each request's user is its own, even
+// when its token's answer comes from the cache: changing one request's
+// groups does not change another's (before: both appended
+// system:authenticated into the cached answer's spare capacity, the same
+// array, a data race under -race with concurrent requests).
+func TestCachedTokenAnswerNotShared(t *testing.T) {
+	a := &authenticator{tokens: manyGroupsTokens{}, tokenCache: cache.NewLRUExpireCache(tokenCacheSize), tokenTTL: time.Minute}
+	req := func() *http.Request {
+		r := httptest.NewRequest(http.MethodGet, "/metrics", nil)
+		r.Header.Set("Authorization", "Bearer t")
+		return r
+	}
+	first, err := a.authenticate(req())
+	if err != nil {
+		t.Fatal(err)
+	}
+	second, err := a.authenticate(req())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(first.groups) != 18 || first.groups[17] != "system:authenticated" {
+		t.Fatalf("groups %v", first.groups)
+	}
+	first.groups[17] = "changed"
+	if second.groups[17] != "system:authenticated" {
+		t.Errorf("second request's groups changed with the first's: %v", second.groups)
+	}
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			if _, err := a.authenticate(req()); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
 }
