@@ -250,6 +250,14 @@ func (s *Server) filter(next http.Handler) http.Handler {
 			writeStatus(w, http.StatusUnauthorized, metav1.StatusReasonUnauthorized, "Unauthorized")
 			return
 		}
+		// Authenticated (anonymous included): the credentials and any
+		// front-proxy identity headers go, as upstream's filter removes
+		// Authorization and the standard and configured request headers.
+		r.Header.Del("Authorization")
+		clearIdentityHeaders(r.Header, standardIdentityHeaders, []string{standardExtraHeaderPrefix})
+		if s.authn.requestHeader != nil {
+			s.authn.requestHeader.clear(r.Header)
+		}
 		verb := strings.ToLower(r.Method)
 		allowed, reason, err := s.authz.authorize(r.Context(), u, verb, r.URL.Path)
 		if !allowed && err != nil {

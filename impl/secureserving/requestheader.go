@@ -132,12 +132,31 @@ func (a *requestHeaderAuthenticator) extra(h http.Header) map[string]authorizati
 
 // clear removes the identity headers from the request.
 func (a *requestHeaderAuthenticator) clear(h http.Header) {
-	for _, n := range slices.Concat(a.usernameHeaders, a.uidHeaders, a.groupHeaders) {
-		h.Del(strings.TrimSpace(n))
+	clearIdentityHeaders(h, slices.Concat(a.usernameHeaders, a.uidHeaders, a.groupHeaders), a.extraHeaderPrefixes)
+}
+
+// standardIdentityHeaders and standardExtraHeaderPrefix are the front-proxy
+// headers kube-apiserver's flags default to. Like k8s.io/apiserver's
+// authentication filter, the secure port removes them (and the configured
+// ones) from every authenticated request, so that no handler sees an
+// identity a client claimed for itself without a front proxy's
+// certificate.
+var standardIdentityHeaders = []string{"X-Remote-User", "X-Remote-Uid", "X-Remote-Group"}
+
+const standardExtraHeaderPrefix = "x-remote-extra-"
+
+// clearIdentityHeaders removes the headers named and those starting with
+// one of the lower-cased prefixes.
+func clearIdentityHeaders(h http.Header, names, lowerPrefixes []string) {
+	for _, n := range names {
+		if n = strings.TrimSpace(n); n != "" {
+			h.Del(n)
+		}
 	}
 	for name := range h {
-		for _, p := range a.extraHeaderPrefixes {
-			if strings.HasPrefix(strings.ToLower(name), p) {
+		lower := strings.ToLower(name)
+		for _, p := range lowerPrefixes {
+			if strings.HasPrefix(lower, p) {
 				h.Del(name)
 				break
 			}

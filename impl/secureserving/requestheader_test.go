@@ -226,3 +226,81 @@ func equalJSON(a, b any) bool {
 	y, _ := json.Marshal(b)
 	return string(x) == string(y)
 }
+
+// TestIdentityHeadersNeverReachHandler: as k8s.io/apiserver's
+// authentication filter, once a request is authenticated (by a client
+// certificate, a token, or as anonymous) the handler sees neither its
+// Authorization header nor any front-proxy identity header: the standard
+// X-Remote-User, -Uid, -Group and X-Remote-Extra-* and the configured
+// --requestheader-* ones, whoever sent them. Only the front proxy's own
+// request makes them the user (TestRequestHeaderAuthentication).
+func TestIdentityHeadersNeverReachHandler(t *testing.T) {
+	proxyCA, proxyCAFile := writeCA(t, "front-proxy-ca")
+	clientCA, clientCAFile := writeCA(t, "clients")
+	o := NewOptions(10259, "kube-scheduler")
+	o.ClientCAFile = clientCAFile
+	o.RequestHeader.ClientCAFile = proxyCAFile
+	o.RequestHeader.UsernameHeaders = []string{"X-Proxy-User"}
+	o.RequestHeader.UIDHeaders = []string{"X-Proxy-Uid"}
+	o.RequestHeader.GroupHeaders = []string{"X-Proxy-Group"}
+	o.RequestHeader.ExtraHeaderPrefixes = []string{"X-Proxy-Extra-"}
+	access := &recordingAccess{}
+	seen := make(chan http.Header, 10)
+	base := startWith(t, o, func(s *Server) {
+		s.authn.tokens = fakeTokens{}
+		s.authz.reviews = access
+	}, func(mux *http.ServeMux) {
+		mux.HandleFunc("/headers", func(w http.ResponseWriter, r *http.Request) { seen <- r.Header.Clone() })
+	})
+	forged := map[string]string{
+		"X-Remote-User": "admin", "X-Remote-Uid": "0", "X-Remote-Group": "ops", "X-Remote-Extra-Scopes": "all",
+		"X-Proxy-User": "admin", "X-Proxy-Uid": "0", "X-Proxy-Group": "ops", "X-Proxy-Extra-Scopes": "all",
+	}
+	for _, tc := range []struct {
+		name, token string
+		client      *http.Client
+		user        string
+	}{
+		{name: "client certificate", client: insecureClient(clientCert(t, clientCA, "carol")), user: "carol"},
+		{name: "bearer token", client: insecureClient(), token: "good", user: "alice"},
+		{name: "anonymous", client: insecureClient(), user: "system:anonymous"},
+		{name: "front proxy", client: insecureClient(clientCert(t, proxyCA, "front-proxy-client")), user: "admin"},
+	} {
+		access.asked = nil
+		r, err := http.NewRequest(http.MethodGet, base+"/headers", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for k, v := range forged {
+			r.Header.Set(k, v)
+		}
+		if tc.token != "" {
+			r.Header.Set("Authorization", "Bearer "+tc.token)
+		}
+		r.Header.Set("X-Other", "kept")
+		resp, err := tc.client.Do(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			t.Errorf("%s: %d", tc.name, resp.StatusCode)
+			continue
+		}
+		if len(access.asked) != 1 || access.asked[0].User != tc.user {
+			t.Errorf("%s: reviewed as %+v, want %s", tc.name, access.asked, tc.user)
+		}
+		h := <-seen
+		for name := range forged {
+			if v := h.Get(name); v != "" {
+				t.Errorf("%s: handler saw %s: %q", tc.name, name, v)
+			}
+		}
+		if v := h.Get("Authorization"); v != "" {
+			t.Errorf("%s: handler saw Authorization: %q", tc.name, v)
+		}
+		if h.Get("X-Other") != "kept" {
+			t.Errorf("%s: X-Other: %q", tc.name, h.Get("X-Other"))
+		}
+	}
+}
