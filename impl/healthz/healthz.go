@@ -13,6 +13,7 @@ package healthz
 import (
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/http"
 	"slices"
 	"strconv"
@@ -107,11 +108,11 @@ func serve(w http.ResponseWriter, r *http.Request, endpoint string, log *slog.Lo
 		fmt.Fprintf(&report, "[+]%s ok\n", c.Name())
 	}
 	if len(excluded) > 0 {
-		unknown := make([]string, 0, len(excluded))
-		for e := range excluded {
-			unknown = append(unknown, strconv.Quote(e))
+		// Sorted by name, then quoted, as upstream lists them.
+		unknown := slices.Sorted(maps.Keys(excluded))
+		for i, e := range unknown {
+			unknown[i] = strconv.Quote(e)
 		}
-		slices.Sort(unknown)
 		fmt.Fprintf(&report, "warn: some health checks cannot be excluded: no matches for %s\n", strings.Join(unknown, ","))
 		log.Warn("cannot exclude some health checks, none is installed with that name", "endpoint", endpoint, "exclude", unknown)
 	}

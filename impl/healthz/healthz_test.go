@@ -44,6 +44,10 @@ func TestEndpoint(t *testing.T) {
 		{"/readyz?exclude=broken&verbose", 200, "[+]ping ok\n[+]broken excluded: ok\nreadyz check passed\n"},
 		{"/readyz?exclude=broken&exclude=nope&exclude=also&verbose", 200,
 			"[+]ping ok\n[+]broken excluded: ok\nwarn: some health checks cannot be excluded: no matches for \"also\",\"nope\"\nreadyz check passed\n"},
+		// Names sorted before quoting: "a" before "a!" (quoted, `"a!"` would
+		// sort first, '!' being below '"').
+		{"/readyz?exclude=a!&exclude=a&verbose", 500,
+			"[+]ping ok\n[-]broken failed: reason withheld\nwarn: some health checks cannot be excluded: no matches for \"a\",\"a!\"\nreadyz check failed\n"},
 	} {
 		if code, body := serveGet(t, mux, tc.url); code != tc.code || body != tc.body {
 			t.Errorf("%s: %d %q, want %d %q", tc.url, code, body, tc.code, tc.body)
