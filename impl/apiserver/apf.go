@@ -31,14 +31,16 @@ var (
 // apfConfig makes API Priority and Fairness follow the FlowSchemas and
 // PriorityLevelConfigurations, as kube-apiserver's configuration
 // controller and its bootstrap ensurer do:
-//   - ensure: at start the mandatory objects (exempt, catch-all) are
-//     created or given back their spec; the suggested ones are created
-//     when missing and updated only while their
+//   - ensure: at start, and every minute after, the mandatory objects
+//     (exempt, catch-all) are created or given back their spec; the
+//     suggested ones are created when missing and updated only while their
 //     apf.kubernetes.io/autoupdate-spec annotation is "true" (or, without
 //     a valid annotation, while no one else has changed them: generation
-//     1); objects the server once suggested (annotation "true") that are
-//     no longer suggested are deleted. A mandatory object deleted later is
-//     created again as soon as the watch shows it gone. Another server
+//     1); the annotation is set to say which ("false" on a suggested
+//     object someone changed); objects the server once suggested
+//     (annotation true) that are no longer suggested are deleted. A
+//     mandatory object deleted is also created again as soon as the watch
+//     shows it gone. Another server
 //     creating an object first is fine. Every read and write is a request
 //     of the server's in-process loopback client, as kube-apiserver's
 //     priority-and-fairness-config-producer hook makes them (audited,
@@ -65,6 +67,9 @@ type apfConfig struct {
 	syncOnce sync.Once
 	log      *slog.Logger
 	now      func() time.Time
+	// ensurePeriod is how often the ensurer runs again once the server
+	// has started (apfEnsurePeriod).
+	ensurePeriod time.Duration
 }
 
 // The field managers of kube-apiserver's flow control writes: the
@@ -83,6 +88,13 @@ const (
 	apfEnsureTimeout       = 5 * time.Minute
 )
 
+// apfEnsurePeriod is how often the ensurer runs again after the start,
+// as kube-apiserver's priority-and-fairness-config-producer hook keeps
+// doing every minute: a suggested object changed while its
+// autoupdate-spec annotation says "true" is put back, and one no longer
+// suggested is deleted, without a restart.
+const apfEnsurePeriod = time.Minute
+
 // newAPFConfig returns nil when the flowcontrol resources are not served.
 func newAPFConfig(s *Server, fc *flowcontrol.Controller) *apfConfig {
 	fsStore, ok1 := s.Store(flowSchemasGR)
@@ -92,7 +104,7 @@ func newAPFConfig(s *Server, fc *flowcontrol.Controller) *apfConfig {
 	}
 	a := &apfConfig{fc: fc, fsStore: fsStore, plStore: plStore,
 		client:  func() flowcontrolclient.FlowcontrolV1Interface { return s.self.typed.FlowcontrolV1() },
-		changed: make(chan struct{}, 1), synced: make(chan struct{}), log: s.log, now: time.Now}
+		changed: make(chan struct{}, 1), synced: make(chan struct{}), log: s.log, now: time.Now, ensurePeriod: apfEnsurePeriod}
 	notify := func(_, _ runtime.Object) {
 		select {
 		case a.changed <- struct{}{}:
@@ -114,6 +126,7 @@ func (a *apfConfig) run(ctx context.Context) {
 	wg.Go(func() { a.fsCache.Run(ctx) })
 	wg.Go(func() { a.plCache.Run(ctx) })
 	wg.Go(func() { a.fc.Run(ctx) }) // gives lingering final seats back at the end
+	wg.Go(func() { a.ensurePeriodically(ctx) })
 	if a.fsCache.WaitLoaded(ctx) != nil || a.plCache.WaitLoaded(ctx) != nil {
 		return
 	}
@@ -128,6 +141,24 @@ func (a *apfConfig) run(ctx context.Context) {
 			return
 		case <-a.changed:
 		case <-retry:
+		}
+	}
+}
+
+// ensurePeriodically runs the ensurer again every ensurePeriod until ctx
+// ends (the first run, at the start, is ensure's); a failed run is logged
+// and left to the next.
+func (a *apfConfig) ensurePeriodically(ctx context.Context) {
+	t := time.NewTicker(a.ensurePeriod)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if err := a.ensureOnce(ctx); err != nil && ctx.Err() == nil {
+			a.log.Warn("API Priority and Fairness bootstrap ensurer, will retry", "err", err)
 		}
 	}
 }
@@ -405,22 +436,33 @@ func autoUpdate(o metav1.Object) bool {
 	return o.GetGeneration() == 1
 }
 
-// revise is the pure decision on an existing bootstrap object: the
-// object to write back (the wanted spec, autoupdate-spec "true"), or
-// false when it is to be left as it is (a suggested object the ensurer
-// may not update, or one already as wanted).
+// revise is the pure decision on an existing bootstrap object, as
+// kube-apiserver's ensure strategy: a mandatory object's spec is always
+// kept as wanted, a suggested one's only while autoUpdate says so; and the
+// autoupdate-spec annotation is made to say which of the two it is (so a
+// suggested object changed by someone while it had no annotation is
+// marked "false" and left to them). It returns the object to write back,
+// or false when the object is already as it should be.
 func revise(it bootItem, cur apfObject) (apfObject, bool) {
-	if (!it.mandatory && !autoUpdate(cur)) || it.sameSpec(cur) {
+	update := it.mandatory || autoUpdate(cur)
+	v, err := strconv.ParseBool(cur.GetAnnotations()[flowcontrolv1.AutoUpdateAnnotationKey])
+	fixAnnotation := err != nil || v != update
+	fixSpec := update && !it.sameSpec(cur)
+	if !fixAnnotation && !fixSpec {
 		return nil, false
 	}
 	next := cur.DeepCopyObject().(apfObject)
-	it.setSpec(next)
-	ann := map[string]string{}
-	for k, v := range cur.GetAnnotations() {
-		ann[k] = v
+	if fixSpec {
+		it.setSpec(next)
 	}
-	ann[flowcontrolv1.AutoUpdateAnnotationKey] = "true"
-	next.SetAnnotations(ann)
+	if fixAnnotation {
+		ann := make(map[string]string, len(cur.GetAnnotations())+1)
+		for k, v := range cur.GetAnnotations() {
+			ann[k] = v
+		}
+		ann[flowcontrolv1.AutoUpdateAnnotationKey] = strconv.FormatBool(update)
+		next.SetAnnotations(ann)
+	}
 	return next, true
 }
 
@@ -499,9 +541,10 @@ func (a *apfConfig) ensureItem(ctx context.Context, it bootItem) error {
 	}
 }
 
-// removeUnwanted deletes the objects the server suggested once
-// (autoupdate-spec "true") that are no longer suggested, each on the
-// condition that it is still the object listed.
+// removeUnwanted deletes the objects the server suggested once (an
+// autoupdate-spec annotation that is a true boolean) that are no longer
+// suggested. As kube-apiserver's ensurer, the delete has no
+// preconditions.
 func (a *apfConfig) removeUnwanted(ctx context.Context, c apfClient, kind string, wanted map[string]bool) []error {
 	objs, err := c.list(ctx)
 	if err != nil {
@@ -509,12 +552,14 @@ func (a *apfConfig) removeUnwanted(ctx context.Context, c apfClient, kind string
 	}
 	var errs []error
 	for _, o := range objs {
-		if wanted[kind+"/"+o.GetName()] || o.GetAnnotations()[flowcontrolv1.AutoUpdateAnnotationKey] != "true" {
+		if wanted[kind+"/"+o.GetName()] {
 			continue
 		}
-		uid, rv := o.GetUID(), o.GetResourceVersion()
-		err := c.delete(ctx, o.GetName(), metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid, ResourceVersion: &rv}})
-		if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+		if v, err := strconv.ParseBool(o.GetAnnotations()[flowcontrolv1.AutoUpdateAnnotationKey]); err != nil || !v {
+			continue
+		}
+		err := c.delete(ctx, o.GetName(), metav1.DeleteOptions{})
+		if err != nil && !apierrors.IsNotFound(err) {
 			errs = append(errs, fmt.Errorf("deleting %s %s: %w", kind, o.GetName(), err))
 		}
 	}

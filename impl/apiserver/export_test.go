@@ -22,3 +22,12 @@ func SetBootstrapTimeout(s *Server, d time.Duration) {
 		s.bootstraps[i].timeout = d
 	}
 }
+
+// SetAPFEnsurePeriod makes s's API Priority and Fairness ensurer run
+// again every d after the start rather than every minute. Call it
+// before Run.
+func SetAPFEnsurePeriod(s *Server, d time.Duration) {
+	if s.apf != nil {
+		s.apf.ensurePeriod = d
+	}
+}
