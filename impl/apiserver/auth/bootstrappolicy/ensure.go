@@ -2,8 +2,8 @@ package bootstrappolicy
 
 import (
 	"context"
-	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	rbacv1client "k8s.io/client-go/kubernetes/typed/rbac/v1"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/retry"
 )
 
 // Client reads and writes the policy's objects, answering the API's
@@ -34,42 +35,62 @@ type Client interface {
 // rules, subjects and aggregation selectors it lacks (nothing is removed,
 // and an object with autoupdate "false" is left as the administrator made
 // it). An object another writer creates or changes meanwhile is decided
-// again on what they wrote. Failures the server may get over (its
-// storage, a timeout, too many requests) are retried until ctx ends; any
-// other stops Ensure.
+// again on what they wrote.
+//
+// As kube-apiserver's rbac/bootstrap-roles hook: Ensure first waits for
+// the server to answer a read, asking every answerRetry for up to
+// answerTimeout, and fails when it never does; then each object is
+// written, a write lost to another's or answered 503 tried again a few
+// times (client-go's retry.DefaultBackoff); an object whose write still
+// fails (an admission webhook refusing it, say) is logged and left, and
+// the rest of the policy is written: one refused object does not keep
+// the server from starting.
 func Ensure(ctx context.Context, c Client) error {
-	for {
-		err := ensureOnce(ctx, c)
+	all := items()
+	if err := waitAnswering(ctx, c, all[0]); err != nil {
+		return err
+	}
+	for _, it := range all {
+		err := retry.OnError(retry.DefaultBackoff, func(err error) bool {
+			return ctx.Err() == nil && (apierrors.IsConflict(err) || apierrors.IsServiceUnavailable(err))
+		}, func() error { return ensureItem(ctx, c, it) })
 		if err == nil {
+			continue
+		}
+		if ctx.Err() != nil {
+			return fmt.Errorf("bootstrap policy: %w (last error: %v)", ctx.Err(), err)
+		}
+		slog.ErrorContext(ctx, "Unable to reconcile an object of the default RBAC policy; the others are written",
+			"resource", it.gr.String(), "namespace", it.namespace, "name", it.name, "err", err)
+	}
+	return nil
+}
+
+// How long and how often Ensure asks the server for a first answer, as
+// kube-apiserver's hook polls its lists (every second, 30 seconds).
+const (
+	answerTimeout = 30 * time.Second
+	answerRetry   = time.Second
+)
+
+// waitAnswering reads it until the server answers (the object or
+// NotFound), failing after answerTimeout.
+func waitAnswering(ctx context.Context, c Client, it item) error {
+	deadline := time.Now().Add(answerTimeout)
+	for {
+		_, err := c.Get(ctx, it.gr, it.namespace, it.name)
+		if err == nil || apierrors.IsNotFound(err) {
 			return nil
 		}
-		if !retriable(err) {
-			return err
+		if !time.Now().Before(deadline) {
+			return fmt.Errorf("bootstrap policy: unable to initialize roles: reading %s %s: %w", it.gr.Resource, it.name, err)
 		}
 		select {
 		case <-ctx.Done():
 			return fmt.Errorf("bootstrap policy: %w (last error: %v)", ctx.Err(), err)
-		case <-time.After(200 * time.Millisecond):
+		case <-time.After(answerRetry):
 		}
 	}
-}
-
-// retriable is whether every error err joins is one Ensure tries again
-// after: the server unavailable or failing inside, a timeout, too many
-// requests, or a write lost to another's.
-func retriable(err error) bool {
-	var joined interface{ Unwrap() []error }
-	if errors.As(err, &joined) {
-		for _, e := range joined.Unwrap() {
-			if !retriable(e) {
-				return false
-			}
-		}
-		return true
-	}
-	return apierrors.IsServiceUnavailable(err) || apierrors.IsInternalError(err) || apierrors.IsTimeout(err) ||
-		apierrors.IsServerTimeout(err) || apierrors.IsTooManyRequests(err) || apierrors.IsConflict(err) ||
-		apierrors.IsAlreadyExists(err)
 }
 
 // item is one default object and how to merge it into a stored one.
@@ -137,16 +158,6 @@ func items() []item {
 			}})
 	}
 	return out
-}
-
-func ensureOnce(ctx context.Context, c Client) error {
-	var errs []error
-	for _, it := range items() {
-		if err := ensureItem(ctx, c, it); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	return errors.Join(errs...)
 }
 
 // ensureItem reads the object, creates it when missing, and otherwise
