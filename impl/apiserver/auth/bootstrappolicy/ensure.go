@@ -31,10 +31,9 @@ type Client interface {
 }
 
 // Ensure writes the default policy through c: every missing object is
-// created; an existing one whose autoupdate annotation is "true" gets the
-// rules, subjects and aggregation selectors it lacks (nothing is removed,
-// and an object with autoupdate "false" is left as the administrator made
-// it). An object another writer creates or changes meanwhile is decided
+// created; an existing one gets the rules, subjects, aggregation
+// selectors, labels and annotations it lacks (nothing is removed, and an
+// object with autoupdate "false" is left as the administrator made it). An object another writer creates or changes meanwhile is decided
 // again on what they wrote.
 //
 // As kube-apiserver's rbac/bootstrap-roles hook: Ensure first waits for
@@ -195,18 +194,60 @@ func ensureItem(ctx context.Context, c Client, it item) error {
 }
 
 // reconcile is the pure decision on a stored object: the object to write
-// back (cur with what it of it lacks), or false when it is to be left as
-// it is (autoupdate not "true", or nothing lacking).
+// back (cur with what it lacks of the default: rules, subjects,
+// aggregation selectors, and the default's labels and annotations, the
+// stored values kept where both have a key), or false when it is to be
+// left as it is: nothing lacking, or autoupdate "false", the only value
+// that protects an object in kube-apiserver's reconciliation (a missing
+// annotation does not).
 func reconcile(it item, cur runtime.Object) (runtime.Object, bool) {
 	next := cur.DeepCopyObject()
 	m, err := meta.Accessor(next)
-	if err != nil || m.GetAnnotations()[AutoUpdateKey] != "true" {
+	if err != nil || m.GetAnnotations()[AutoUpdateKey] == "false" {
 		return nil, false
 	}
-	if !it.merge(next) {
+	want, err := meta.Accessor(it.want)
+	if err != nil {
+		return nil, false
+	}
+	changed := false
+	if a, added := withDefaults(m.GetAnnotations(), want.GetAnnotations()); added {
+		m.SetAnnotations(a)
+		changed = true
+	}
+	if l, added := withDefaults(m.GetLabels(), want.GetLabels()); added {
+		m.SetLabels(l)
+		changed = true
+	}
+	if it.merge(next) {
+		changed = true
+	}
+	if !changed {
 		return nil, false
 	}
 	return next, true
+}
+
+// withDefaults is cur with the keys of defaults it lacks added, and
+// whether any was.
+func withDefaults(cur, defaults map[string]string) (map[string]string, bool) {
+	var out map[string]string
+	for k, v := range defaults {
+		if _, ok := cur[k]; ok {
+			continue
+		}
+		if out == nil {
+			out = make(map[string]string, len(cur)+len(defaults))
+			for ck, cv := range cur {
+				out[ck] = cv
+			}
+		}
+		out[k] = v
+	}
+	if out == nil {
+		return cur, false
+	}
+	return out, true
 }
 
 // EnsureThrough is Ensure through a client of the API server configured

@@ -106,3 +106,45 @@ func TestEnsureReconcilesOnlyAutoupdateObjects(t *testing.T) {
 		}
 	}
 }
+
+// TestEnsureReconcilesObjectsWithoutAutoupdate: as kube-apiserver's
+// reconciliation, only autoupdate "false" protects an object; one whose
+// annotations and labels an administrator removed gets its lacking rules
+// back, and the default annotation and label with them (the stored ones
+// win where both have a key).
+func TestEnsureReconcilesObjectsWithoutAutoupdate(t *testing.T) {
+	s := newStores(t)
+	ctx := context.Background()
+	if err := bootstrappolicy.Ensure(ctx, objcachetest.PolicyClient{Stores: s}); err != nil {
+		t.Fatal(err)
+	}
+	updateClusterRole(t, s, "system:kube-scheduler", func(r *rbacv1.ClusterRole) {
+		r.Annotations = map[string]string{"owner": "admin"}
+		r.Labels = nil
+		r.Rules = r.Rules[1:]
+	})
+	updateClusterRole(t, s, "system:volume-scheduler", func(r *rbacv1.ClusterRole) {
+		r.Labels[bootstrappolicy.BootstrapLabelKey] = "mine"
+	})
+	before := getClusterRole(t, s, "system:volume-scheduler").ResourceVersion
+	if err := bootstrappolicy.Ensure(ctx, objcachetest.PolicyClient{Stores: s}); err != nil {
+		t.Fatal(err)
+	}
+	sched := getClusterRole(t, s, "system:kube-scheduler")
+	for _, want := range bootstrappolicy.ClusterRoles() {
+		if want.Name == sched.Name && len(sched.Rules) != len(want.Rules) {
+			t.Errorf("scheduler role without autoupdate has %d rules after reconcile, want the %d defaults back", len(sched.Rules), len(want.Rules))
+		}
+	}
+	if got := sched.Annotations; got[bootstrappolicy.AutoUpdateKey] != "true" || got["owner"] != "admin" {
+		t.Errorf("scheduler role annotations %v, want autoupdate true added to the administrator's", got)
+	}
+	if got := sched.Labels[bootstrappolicy.BootstrapLabelKey]; got != bootstrappolicy.BootstrapLabelValue {
+		t.Errorf("scheduler role label %s=%q, want %q", bootstrappolicy.BootstrapLabelKey, got, bootstrappolicy.BootstrapLabelValue)
+	}
+	vol := getClusterRole(t, s, "system:volume-scheduler")
+	if vol.Labels[bootstrappolicy.BootstrapLabelKey] != "mine" || vol.ResourceVersion != before {
+		t.Errorf("volume-scheduler role: label %q, resourceVersion %s (was %s); want the stored label kept and nothing written",
+			vol.Labels[bootstrappolicy.BootstrapLabelKey], vol.ResourceVersion, before)
+	}
+}

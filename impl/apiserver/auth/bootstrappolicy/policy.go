@@ -11,9 +11,10 @@
 // Every object carries the label kubernetes.io/bootstrapping=rbac-defaults
 // and the annotation rbac.authorization.kubernetes.io/autoupdate=true.
 // Ensure creates what is missing and, for objects whose autoupdate
-// annotation is "true", adds missing rules, subjects and aggregation
-// selectors (additive reconciliation, as kube-apiserver's
-// "rbac/bootstrap-roles" post-start hook does; it never removes).
+// annotation is not "false", adds missing rules, subjects, aggregation
+// selectors, labels and annotations (additive reconciliation, as
+// kube-apiserver's "rbac/bootstrap-roles" post-start hook does; it never
+// removes).
 //
 // The API server's rbac/bootstrap-roles post-start hook calls, before
 // serving:
