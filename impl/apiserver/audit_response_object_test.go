@@ -24,7 +24,8 @@ import (
 // watch's stream of events, and a 406, which WriteObjectNegotiated
 // answers with WriteRawJSON when it cannot negotiate; such an answer's
 // responseStatus is its code alone, as the audit filter records it from
-// WriteHeader.
+// WriteHeader. A refused watch's ResponseStarted event has its Status and
+// responseObject too, logged before its header went out.
 func TestAuditResponseObjectOnlyOfAPIObjects(t *testing.T) {
 	if testing.Short() {
 		t.Skip("API server on embedded etcd: skipped with -short")
@@ -48,10 +49,13 @@ func TestAuditResponseObjectOnlyOfAPIObjects(t *testing.T) {
 		kind string
 		// reason is the responseStatus's (only a logged Status has one).
 		reason metav1.StatusReason
+		// watch: a long-running request, whose ResponseStarted event has
+		// the same responseStatus and responseObject.
+		watch bool
 	}{
 		{name: "version", path: "/version", code: 200},
 		{name: "openapi", path: "/openapi/v2", code: 200},
-		{name: "watch stream", path: "/api/v1/namespaces/default/configmaps?watch=1&timeoutSeconds=1", code: 200},
+		{name: "watch stream", path: "/api/v1/namespaces/default/configmaps?watch=1&timeoutSeconds=1", code: 200, watch: true},
 		{name: "discovery", path: "/apis", code: 200, kind: "APIGroupList"},
 		{name: "aggregated discovery", path: "/apis", accept: "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList",
 			code: 200, kind: "APIGroupDiscoveryList"},
@@ -60,7 +64,7 @@ func TestAuditResponseObjectOnlyOfAPIObjects(t *testing.T) {
 		{name: "not found", path: "/api/v1/namespaces/default/configmaps/missing", code: 404, kind: "Status", reason: metav1.StatusReasonNotFound},
 		{name: "no such path", path: "/nowhere", code: 404, kind: "Status", reason: metav1.StatusReasonNotFound},
 		{name: "watch refused", path: "/api/v1/namespaces/default/configmaps?watch=1&labelSelector=a+b+c", code: 400, kind: "Status",
-			reason: metav1.StatusReasonBadRequest},
+			reason: metav1.StatusReasonBadRequest, watch: true},
 		{name: "not acceptable", path: "/api/v1/namespaces/default/configmaps/missing", accept: "application/xml", code: 406},
 		{name: "discovery not acceptable", path: "/apis", accept: "application/xml", code: 406},
 	} {
@@ -94,6 +98,10 @@ func TestAuditResponseObjectOnlyOfAPIObjects(t *testing.T) {
 		}
 		if st := ev.ResponseStatus; st == nil || st.Code != int32(tc.code) || st.Reason != tc.reason || (tc.kind != "Status" && *st != metav1.Status{Code: int32(tc.code)}) {
 			t.Errorf("%s: responseStatus %+v, want code %d, reason %q", tc.name, st, tc.code, tc.reason)
+		}
+		if started := b.stage(id, audit.StageResponseStarted); tc.watch && (started == nil || started.ResponseStatus == nil || ev.ResponseStatus == nil ||
+			started.ResponseStatus.Reason != ev.ResponseStatus.Reason || string(started.ResponseObject) != string(ev.ResponseObject)) {
+			t.Errorf("%s: ResponseStarted %+v, want the responseStatus and responseObject of ResponseComplete", tc.name, started)
 		}
 	}
 }

@@ -219,6 +219,10 @@ type recorder struct {
 	// responseLogged: the handler answered with an API object
 	// (LogResponseObject), the only body the event records.
 	responseLogged atomic.Bool
+	// startedCode is the code of a long-running request's ResponseStarted
+	// event held back until its body is read (an API object's), 0 when
+	// none is held.
+	startedCode atomic.Int32
 	// latency accumulates the request's layer latencies, and excluded
 	// holds its webhook calls and queue wait; nil for a watch.
 	latency  *reqlatency.Trackers
@@ -447,12 +451,22 @@ func (rec *recorder) finish(rw *responseWriter) {
 		// No API object (LogResponseObject): the code alone.
 		body = nil
 	}
+	status := responseStatus(code, contentType, body)
+	var object json.RawMessage
+	if !rec.decision.Level.Less(LevelRequestResponse) && body != nil {
+		object = rec.responseObject(contentType, body)
+	}
+	if rec.startedCode.Swap(0) != 0 {
+		// A long-running request's API object: its ResponseStarted
+		// event, held back until now, has what kube-apiserver's has,
+		// the object being logged before the header goes out.
+		started := *status
+		rec.emit(StageResponseStarted, func(ev *Event) { ev.ResponseStatus, ev.ResponseObject = &started, object })
+	}
 	rec.emit(StageResponseComplete, func(ev *Event) {
-		ev.ResponseStatus = responseStatus(code, contentType, body)
+		ev.ResponseStatus = status
 		rec.addLatencyAnnotations(ev)
-		if !ev.Level.Less(LevelRequestResponse) && body != nil {
-			ev.ResponseObject = rec.responseObject(contentType, body)
-		}
+		ev.ResponseObject = object
 	})
 }
 
@@ -535,6 +549,9 @@ func (rec *recorder) addLatencyAnnotations(ev *Event) {
 func (rec *recorder) finishPanic(p any) {
 	if !rec.claimFinish() {
 		return
+	}
+	if code := rec.startedCode.Swap(0); code != 0 {
+		rec.emit(StageResponseStarted, func(ev *Event) { ev.ResponseStatus = &metav1.Status{Code: code} })
 	}
 	rec.emit(StagePanic, func(ev *Event) {
 		ev.ResponseStatus = &metav1.Status{Code: http.StatusInternalServerError, Status: metav1.StatusFailure,
@@ -638,7 +655,13 @@ func (rw *responseWriter) headerWritten(code int) {
 	}
 	rw.wroteHeader, rw.code = true, code
 	rw.mu.Unlock()
-	if rw.longRunning {
+	switch {
+	case !rw.longRunning:
+	case rw.rec.responseLogged.Load():
+		// An API object (an error's Status, before any stream): its
+		// ResponseStarted waits for the body (finish).
+		rw.rec.startedCode.Store(int32(code))
+	default:
 		rw.rec.emit(StageResponseStarted, func(ev *Event) { ev.ResponseStatus = &metav1.Status{Code: int32(code)} })
 	}
 }

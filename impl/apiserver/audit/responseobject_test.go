@@ -59,3 +59,37 @@ func TestResponseObjectOnlyWhenLogged(t *testing.T) {
 		}
 	}
 }
+
+// TestRefusedWatchResponseStarted: a long-running request answered with
+// an API object (a watch refused before it streams) has, in its
+// ResponseStarted event too, the Status and, at RequestResponse, the
+// responseObject: kube-apiserver's WriteObjectNegotiated logs the object
+// before its header goes out, and the audit filter sends ResponseStarted
+// with the event as it then is. A watch that streams has the code alone.
+func TestRefusedWatchResponseStarted(t *testing.T) {
+	const gone = `{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"too old resource version: 1 (5)","reason":"Expired","code":410}`
+	for _, level := range []Level{LevelMetadata, LevelRequestResponse} {
+		events, _ := serve(t, policyAt(level), httptest.NewRequest(http.MethodGet, "/api/v1/pods?watch=1&resourceVersion=1", nil),
+			func(w http.ResponseWriter, r *http.Request) {
+				LogResponseObject(r.Context())
+				w.Header().Set("Content-Type", "application/json")
+				w.WriteHeader(http.StatusGone)
+				_, _ = w.Write([]byte(gone))
+			})
+		if got := stageNames(stagesOf(events)); len(got) != 3 || got[1] != "ResponseStarted" || got[2] != "ResponseComplete" {
+			t.Fatalf("%s: stages %v", level, got)
+		}
+		for _, ev := range events[1:] {
+			if st := ev.ResponseStatus; st == nil || st.Code != 410 || st.Reason != metav1.StatusReasonExpired || st.Status != metav1.StatusFailure {
+				t.Errorf("%s %s: responseStatus %+v, want the 410 Expired Status", level, ev.Stage, st)
+			}
+			want := ""
+			if level == LevelRequestResponse {
+				want = gone
+			}
+			if got := string(ev.ResponseObject); got != want {
+				t.Errorf("%s %s: responseObject %q, want %q", level, ev.Stage, got, want)
+			}
+		}
+	}
+}
