@@ -11,7 +11,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/kubeproof/kubeproof/linearizability"
 )
@@ -32,6 +31,7 @@ func newCheckLinearizabilityCommand() *cobra.Command {
 	var (
 		logs            logOptions
 		kubeconfig      string
+		kubeContext     string
 		namespace       string
 		duration        time.Duration
 		clients         int
@@ -42,9 +42,10 @@ func newCheckLinearizabilityCommand() *cobra.Command {
 		seed            uint64
 	)
 	cmd := &cobra.Command{
-		Use:   "linearizability --kubeconfig FILE",
+		Use:   "linearizability [--kubeconfig FILE] [--context NAME]",
 		Short: "Record a concurrent history of ConfigMap operations and watches, and check it",
-		Long: `Record a concurrent history against any API server — create, get and list at every
+		Long: `Record a concurrent history against any API server — the one of --kubeconfig (default:
+$KUBECONFIG, else ~/.kube/config, as kubectl finds it) and --context — create, get and list at every
 resourceVersion semantics, update and delete with and without preconditions, merge patch,
 paginated lists, and watches with selectors, bookmarks, sendInitialEvents and resumption —
 then check it: linearizability of the per-object histories with porcupine, the cross-object
@@ -65,15 +66,12 @@ Terminating, empty); with it, the namespace stays.`,
 			if err != nil {
 				return err
 			}
-			if kubeconfig == "" {
-				return errors.New("--kubeconfig is required")
-			}
 			if err := validateCheckSize(clients, watchers, keys, duration); err != nil {
 				return err
 			}
-			cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+			cfg, err := loadClientConfig(kubeconfig, kubeContext)
 			if err != nil {
-				return fmt.Errorf("loading %s: %w", kubeconfig, err)
+				return err
 			}
 			ctx := cmd.Context()
 			ownNamespace := namespace == ""
@@ -123,7 +121,8 @@ Terminating, empty); with it, the namespace stays.`,
 	}
 	fs := cmd.Flags()
 	logs.addFlags(fs)
-	fs.StringVar(&kubeconfig, "kubeconfig", "", "Kubeconfig of the API server to check (required).")
+	fs.StringVar(&kubeconfig, "kubeconfig", "", "Kubeconfig of the API server to check (default: $KUBECONFIG, else ~/.kube/config, as kubectl).")
+	fs.StringVar(&kubeContext, "context", "", "Kubeconfig context to use (default: its current-context).")
 	fs.StringVar(&namespace, "namespace", "", "Namespace for the test ConfigMaps: they are deleted afterwards, the namespace stays (default: a fresh namespace, deleted afterwards).")
 	fs.DurationVar(&duration, "duration", 30*time.Second, "How long to record.")
 	fs.IntVar(&clients, "clients", 8, "Concurrent clients.")

@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/kubeproof/kubeproof/impl/cluster/clustertest"
 )
@@ -253,4 +254,67 @@ func TestCheckLinearizabilityCleansOwnNamespace(t *testing.T) {
 	if own != 1 {
 		t.Errorf("%d namespaces kubeproof-lin-*, want the run's one (Terminating: nothing here removes its finalizer)", own)
 	}
+}
+
+// TestCheckLinearizabilityContext: the API server is found as kubectl finds
+// it: --context picks a context of the kubeconfig other than its current
+// one, and without --kubeconfig $KUBECONFIG names the file. Before, only
+// --kubeconfig's current context could be checked ("unknown flag:
+// --context"; "--kubeconfig is required" with $KUBECONFIG set).
+func TestCheckLinearizabilityContext(t *testing.T) {
+	c, _ := clustertest.Start(t, clustertest.Options{})
+	twoContexts := kubeconfigWithBrokenCurrent(t, c.AdminKubeconfig)
+	good, err := clientcmd.LoadFromFile(c.AdminKubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := func(args ...string) (string, error) {
+		cmd := newCheckCommand()
+		cmd.SilenceUsage = true
+		var out bytes.Buffer
+		cmd.SetOut(&out)
+		cmd.SetErr(&out)
+		cmd.SetArgs(append([]string{"linearizability", "--duration", "1s", "--clients", "2", "--watchers", "1", "--report", t.TempDir()}, args...))
+		err := cmd.Execute()
+		return out.String(), err
+	}
+	t.Setenv("HOME", t.TempDir()) // no ~/.kube/config to fall back to
+	t.Setenv("KUBERNETES_SERVICE_HOST", "")
+
+	if out, err := run("--kubeconfig", twoContexts, "--context", good.CurrentContext); err != nil || !strings.Contains(out, "result=PASS") {
+		t.Errorf("--context %s: %v\n%s", good.CurrentContext, err, out)
+	}
+	if _, err := run("--kubeconfig", twoContexts, "--context", "nope"); err == nil || !strings.Contains(err.Error(), `"nope"`) {
+		t.Errorf("--context nope: error %v, want one naming the missing context", err)
+	}
+	t.Setenv("KUBECONFIG", twoContexts)
+	if out, err := run("--context", good.CurrentContext); err != nil || !strings.Contains(out, "result=PASS") {
+		t.Errorf("$KUBECONFIG with --context %s: %v\n%s", good.CurrentContext, err, out)
+	}
+	t.Setenv("KUBECONFIG", c.AdminKubeconfig)
+	if out, err := run(); err != nil || !strings.Contains(out, "result=PASS") {
+		t.Errorf("$KUBECONFIG alone: %v\n%s", err, out)
+	}
+	t.Setenv("KUBECONFIG", "")
+	if _, err := run(); err == nil || !strings.Contains(err.Error(), "no kubeconfig found") {
+		t.Errorf("no kubeconfig at all: error %v, want no kubeconfig found", err)
+	}
+}
+
+// kubeconfigWithBrokenCurrent writes a copy of the kubeconfig at path with
+// one more context, "broken" (a server nothing listens on), made current.
+func kubeconfigWithBrokenCurrent(t *testing.T, path string) string {
+	t.Helper()
+	cfg, err := clientcmd.LoadFromFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Clusters["broken"] = &clientcmdapi.Cluster{Server: "https://127.0.0.1:1", InsecureSkipTLSVerify: true}
+	cfg.Contexts["broken"] = &clientcmdapi.Context{Cluster: "broken", AuthInfo: cfg.Contexts[cfg.CurrentContext].AuthInfo}
+	cfg.CurrentContext = "broken"
+	out := filepath.Join(t.TempDir(), "two-contexts.kubeconfig")
+	if err := clientcmd.WriteToFile(*cfg, out); err != nil {
+		t.Fatal(err)
+	}
+	return out
 }
