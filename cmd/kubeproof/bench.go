@@ -232,12 +232,13 @@ inline SVG charts) and charts/*.svg.`,
 						if err != nil {
 							return err
 						}
-						nmCfg := bench.NodeMemoryConfig{Nodes: memNodes, Pods: memPods, Rate: rate, HeapProfile: heapProfile, Progress: progressPrinter(cmd.ErrOrStderr())}
+						progress := newProgressLine(cmd.ErrOrStderr())
+						nmCfg := bench.NodeMemoryConfig{Nodes: memNodes, Pods: memPods, Rate: rate, HeapProfile: heapProfile, Progress: progress.print}
 						if cmd.Flags().Changed("node-agent-gogc") {
 							nmCfg.AgentGOGC = &agentGOGC
 						}
 						res, err := bench.RunNodeMemory(cmd.Context(), self, nmCfg)
-						fmt.Fprintln(cmd.ErrOrStderr())
+						progress.end()
 						if err != nil {
 							return err
 						}
@@ -258,7 +259,8 @@ inline SVG charts) and charts/*.svg.`,
 						if w == "startup-1000x30000" {
 							cfg.Nodes, cfg.Pods = 1000, 30000
 						}
-						cfg.Progress = progressPrinter(cmd.ErrOrStderr())
+						progress := newProgressLine(cmd.ErrOrStderr())
+						cfg.Progress = progress.print
 						self, err := os.Executable()
 						if err != nil {
 							return err
@@ -271,7 +273,7 @@ inline SVG charts) and charts/*.svg.`,
 						}
 						cfg.GCHeapFloorPerNode = floor
 						res, err := bench.RunStartup(cmd.Context(), cfg)
-						fmt.Fprintln(cmd.ErrOrStderr())
+						progress.end()
 						if err != nil {
 							return err
 						}
@@ -279,8 +281,9 @@ inline SVG charts) and charts/*.svg.`,
 						fmt.Fprintln(&md, "## "+w)
 						bench.WriteStartupTable(&md, machine, []bench.StartupResult{res})
 					case "checkers":
-						res, err := bench.RunCheckers(cmd.Context(), bench.CheckersConfig{Configs: checkerConfigs, HistorySizes: historySizes, Progress: progressPrinter(cmd.ErrOrStderr())})
-						fmt.Fprintln(cmd.ErrOrStderr())
+						progress := newProgressLine(cmd.ErrOrStderr())
+						res, err := bench.RunCheckers(cmd.Context(), bench.CheckersConfig{Configs: checkerConfigs, HistorySizes: historySizes, Progress: progress.print})
+						progress.end()
 						if err != nil {
 							return err
 						}
@@ -381,7 +384,8 @@ func runSchedulingWorkload(ctx context.Context, progress io.Writer, name, kubeco
 	if err != nil {
 		return bench.SchedulingResult{}, err
 	}
-	cfg := bench.SchedulingConfig{Workload: w, UnsafeNoFsync: fsyncOff, Progress: progressPrinter(progress)}
+	line := newProgressLine(progress)
+	cfg := bench.SchedulingConfig{Workload: w, UnsafeNoFsync: fsyncOff, Progress: line.print}
 	if kubeconfig != "" {
 		if cfg.API, err = clientcmd.BuildConfigFromFlags("", kubeconfig); err != nil {
 			return bench.SchedulingResult{}, fmt.Errorf("loading --kubeconfig: %w", err)
@@ -392,7 +396,7 @@ func runSchedulingWorkload(ctx context.Context, progress io.Writer, name, kubeco
 		}
 	}
 	res, err := bench.RunScheduling(ctx, cfg)
-	fmt.Fprintln(progress)
+	line.end()
 	return res, err
 }
 
@@ -430,13 +434,6 @@ func checkWorkloads(workloads []string, remote bool) error {
 		}
 	}
 	return errors.Join(errs...)
-}
-
-// progressPrinter rewrites one status line on w.
-func progressPrinter(w io.Writer) func(bench.Progress) {
-	return func(p bench.Progress) {
-		fmt.Fprintf(w, "\r\033[K%s | %s | %d/%d | %.0f/s", p.Workload, p.Phase, p.Done, p.Total, p.Rate)
-	}
 }
 
 // runWatchFanoutWorkload runs watch-fanout against --kubeconfig or a fresh
