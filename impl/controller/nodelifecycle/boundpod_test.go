@@ -171,7 +171,14 @@ func TestPodBoundToNotReadyNodeMarkedNotReady(t *testing.T) {
 		}
 	}
 	want := []string{"*v1.Pod Warning NodeNotReady Node is not ready", "*v1.Pod Warning NodeNotReady Node is not ready", "*v1.Pod Warning NodeNotReady Node is not ready"}
-	if got := notReadyEvents(rec); fmt.Sprint(got) != fmt.Sprint(want) {
+	// The event follows the pod's write: the last one may still be on
+	// its way.
+	var got []string
+	waitFor(t, "the marked pods' events", func() bool {
+		got = append(got, notReadyEvents(rec)...)
+		return len(got) >= len(want)
+	})
+	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("events %q, want %q", got, want)
 	}
 }
