@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	rbacv1client "k8s.io/client-go/kubernetes/typed/rbac/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/retry"
@@ -28,13 +29,20 @@ type Client interface {
 	// Update writes obj on the condition that its resourceVersion is
 	// still the stored one.
 	Update(ctx context.Context, gr schema.GroupResource, obj runtime.Object) error
+	// Delete removes the object on the condition that its UID is still
+	// uid (a Conflict otherwise).
+	Delete(ctx context.Context, gr schema.GroupResource, namespace, name string, uid types.UID) error
 }
 
 // Ensure writes the default policy through c: every missing object is
 // created; an existing one gets the rules, subjects, aggregation
-// selectors, labels and annotations it lacks (nothing is removed, and an
-// object with autoupdate "false" is left as the administrator made it). An object another writer creates or changes meanwhile is decided
-// again on what they wrote.
+// selectors, labels and annotations it lacks (nothing is removed but an
+// aggregation rule the default role does not have, and an object with
+// autoupdate "false" is left as the administrator made it); a binding
+// whose roleRef is not the default's (the API does not let a roleRef
+// change) is deleted and created anew as the default, as kube-apiserver's
+// reconciliation recreates it. An object another writer creates, changes
+// or deletes meanwhile is decided again on what they wrote.
 //
 // As kube-apiserver's rbac/bootstrap-roles hook: Ensure first waits for
 // the server to answer a read, asking every answerRetry for up to
@@ -101,6 +109,9 @@ type item struct {
 	// merge adds what want has and cur lacks to cur; it reports whether
 	// cur changed.
 	merge func(cur runtime.Object) bool
+	// sameRef reports whether a stored binding's roleRef is want's; nil
+	// for roles.
+	sameRef func(cur runtime.Object) bool
 }
 
 func items() []item {
@@ -112,6 +123,12 @@ func items() []item {
 				c := cur.(*rbacv1.ClusterRole)
 				changed := false
 				c.Rules, changed = addRules(c.Rules, want.Rules)
+				if want.AggregationRule == nil && c.AggregationRule != nil {
+					// Not an aggregated role by default: its rules are
+					// its own, not an aggregation controller's.
+					c.AggregationRule = nil
+					changed = true
+				}
 				if want.AggregationRule != nil {
 					if c.AggregationRule == nil {
 						c.AggregationRule = &rbacv1.AggregationRule{}
@@ -134,7 +151,8 @@ func items() []item {
 				var changed bool
 				c.Subjects, changed = addSubjects(c.Subjects, want.Subjects)
 				return changed
-			}})
+			},
+			sameRef: func(cur runtime.Object) bool { return cur.(*rbacv1.ClusterRoleBinding).RoleRef == want.RoleRef }})
 	}
 	for _, r := range NamespaceRoles() {
 		want := r
@@ -154,7 +172,8 @@ func items() []item {
 				var changed bool
 				c.Subjects, changed = addSubjects(c.Subjects, want.Subjects)
 				return changed
-			}})
+			},
+			sameRef: func(cur runtime.Object) bool { return cur.(*rbacv1.RoleBinding).RoleRef == want.RoleRef }})
 	}
 	return out
 }
@@ -178,6 +197,23 @@ func ensureItem(ctx context.Context, c Client, it item) error {
 		if err != nil {
 			return fmt.Errorf("bootstrap policy: reading %s %s: %w", it.gr.Resource, it.name, err)
 		}
+		if uid, ok := recreate(it, cur); ok {
+			err = c.Delete(ctx, it.gr, it.namespace, it.name, uid)
+			if apierrors.IsConflict(err) && ctx.Err() == nil {
+				continue // another object under the name now
+			}
+			if err != nil && !apierrors.IsNotFound(err) {
+				return fmt.Errorf("bootstrap policy: deleting %s %s to recreate it with the default roleRef: %w", it.gr.Resource, it.name, err)
+			}
+			err = c.Create(ctx, it.gr, it.want.DeepCopyObject())
+			if err == nil {
+				return nil
+			}
+			if apierrors.IsAlreadyExists(err) && ctx.Err() == nil {
+				continue
+			}
+			return fmt.Errorf("bootstrap policy: creating %s %s: %w", it.gr.Resource, it.name, err)
+		}
 		next, ok := reconcile(it, cur)
 		if !ok {
 			return nil
@@ -191,6 +227,18 @@ func ensureItem(ctx context.Context, c Client, it item) error {
 		}
 		return fmt.Errorf("bootstrap policy: reconciling %s %s: %w", it.gr.Resource, it.name, err)
 	}
+}
+
+// recreate is the pure decision to replace a stored binding whose roleRef
+// is not the default's (and whose autoupdate annotation is not "false")
+// by the default; it returns the stored binding's UID, the condition of
+// its delete.
+func recreate(it item, cur runtime.Object) (types.UID, bool) {
+	m, err := meta.Accessor(cur)
+	if err != nil || it.sameRef == nil || m.GetAnnotations()[AutoUpdateKey] == "false" || it.sameRef(cur) {
+		return "", false
+	}
+	return m.GetUID(), true
 }
 
 // reconcile is the pure decision on a stored object: the object to write
@@ -297,6 +345,21 @@ func (c apiClient) Create(ctx context.Context, gr schema.GroupResource, obj runt
 		err = fmt.Errorf("bootstrap policy: no client for %s %T", gr, obj)
 	}
 	return err
+}
+
+func (c apiClient) Delete(ctx context.Context, gr schema.GroupResource, namespace, name string, uid types.UID) error {
+	opts := metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}}
+	switch gr.Resource {
+	case "clusterroles":
+		return c.rbac.ClusterRoles().Delete(ctx, name, opts)
+	case "clusterrolebindings":
+		return c.rbac.ClusterRoleBindings().Delete(ctx, name, opts)
+	case "roles":
+		return c.rbac.Roles(namespace).Delete(ctx, name, opts)
+	case "rolebindings":
+		return c.rbac.RoleBindings(namespace).Delete(ctx, name, opts)
+	}
+	return fmt.Errorf("bootstrap policy: no client for %s", gr)
 }
 
 func (c apiClient) Update(ctx context.Context, gr schema.GroupResource, obj runtime.Object) error {

@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/uuid"
 
 	"github.com/kubeproof/kubeproof/impl/apiserver/auth/rbac/objcache"
@@ -84,6 +85,23 @@ func (c PolicyClient) Update(ctx context.Context, gr schema.GroupResource, obj r
 		return apierrors.NewNotFound(gr, m.GetName())
 	case storage.IsConflict(err), storage.CodeOf(err) == storage.ErrCodeInvalidObj:
 		return apierrors.NewConflict(gr, m.GetName(), err)
+	}
+	return err
+}
+
+// Delete removes the object on the condition that its UID is uid.
+func (c PolicyClient) Delete(ctx context.Context, gr schema.GroupResource, namespace, name string, uid types.UID) error {
+	st, _ := c.Stores.Store(gr)
+	out, err := newPolicyObject(gr)
+	if err != nil {
+		return err
+	}
+	err = st.Delete(ctx, c.Stores.ObjectKey(gr, namespace, name), out, &storage.Preconditions{UID: &uid}, nil)
+	switch {
+	case storage.IsNotFound(err):
+		return apierrors.NewNotFound(gr, name)
+	case storage.IsConflict(err), storage.CodeOf(err) == storage.ErrCodeInvalidObj:
+		return apierrors.NewConflict(gr, name, err)
 	}
 	return err
 }
