@@ -218,3 +218,44 @@ func TestCachedTokenAnswerNotShared(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+// TestAccessReviewCacheKey: a cached SubjectAccessReview answer is reused
+// only for the same user name, UID, groups, extra, verb and path (the
+// webhook authorizer keys its cache by the whole review spec): an answer
+// for one of them never decides for a request differing in any other.
+func TestAccessReviewCacheKey(t *testing.T) {
+	access := &recordingAccess{}
+	a := &authorizer{reviews: access, cache: cache.NewLRUExpireCache(accessCacheSize), authorizedTTL: time.Minute, unauthorizedTTL: time.Minute}
+	alice := user{name: "alice", uid: "1", groups: []string{"devs"}, extra: map[string]authorizationv1.ExtraValue{"scopes": {"read"}}}
+	variants := []struct {
+		what       string
+		u          user
+		verb, path string
+	}{
+		{"first", alice, "get", "/metrics"},
+		{"name", user{name: "mallory", uid: "1", groups: alice.groups, extra: alice.extra}, "get", "/metrics"},
+		{"uid", user{name: "alice", uid: "2", groups: alice.groups, extra: alice.extra}, "get", "/metrics"},
+		{"groups", user{name: "alice", uid: "1", groups: []string{"ops"}, extra: alice.extra}, "get", "/metrics"},
+		{"no groups", user{name: "alice", uid: "1", extra: alice.extra}, "get", "/metrics"},
+		{"extra value", user{name: "alice", uid: "1", groups: alice.groups, extra: map[string]authorizationv1.ExtraValue{"scopes": {"write"}}}, "get", "/metrics"},
+		{"extra key", user{name: "alice", uid: "1", groups: alice.groups, extra: map[string]authorizationv1.ExtraValue{"other": {"read"}}}, "get", "/metrics"},
+		{"verb", alice, "post", "/metrics"},
+		{"path", alice, "get", "/metrics/x"},
+	}
+	for i, v := range variants {
+		if _, _, err := a.authorize(context.Background(), v.u, v.verb, v.path); err != nil {
+			t.Fatal(err)
+		}
+		if len(access.asked) != i+1 {
+			t.Fatalf("%s: %d reviews after %d distinct requests: answered from another's cache entry", v.what, len(access.asked), i+1)
+		}
+	}
+	for _, v := range variants {
+		if _, _, err := a.authorize(context.Background(), v.u, v.verb, v.path); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(access.asked) != len(variants) {
+		t.Errorf("repeated requests reviewed again: %d reviews, want %d", len(access.asked), len(variants))
+	}
+}
