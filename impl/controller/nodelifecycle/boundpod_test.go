@@ -2,15 +2,21 @@ package nodelifecycle
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+	"k8s.io/client-go/tools/record"
 	clocktesting "k8s.io/utils/clock/testing"
 )
 
@@ -190,4 +196,71 @@ func conditionOf(p *corev1.Pod, t corev1.PodConditionType) corev1.ConditionStatu
 		}
 	}
 	return ""
+}
+
+// While a monitor pass's write of a node's new Ready=Unknown is in flight,
+// and after it failed, a pod bound to the node is decided by the Ready the
+// node still has (True: left alone), as upstream's tryUpdateNodeHealth
+// stores the node's health only after its status write; once the write
+// succeeded, by Unknown.
+func TestBoundPodDecidedByWrittenReady(t *testing.T) {
+	clk := clocktesting.NewFakeClock(t0)
+	client := fake.NewClientset(readyNode(corev1.ConditionTrue, t0), lease(t0))
+	factory := informers.NewSharedInformerFactory(client, 0)
+	c, err := New(client, factory.Core().V1().Nodes(), factory.Coordination().V1().Leases(), factory.Core().V1().Pods(), record.NewFakeRecorder(100), clk,
+		Config{MonitorPeriod: time.Hour, MonitorGrace: 40 * time.Second, StartupGrace: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer func() { cancel(); factory.Shutdown() }()
+	startInformers(t, ctx, client, factory)
+	c.MonitorNodes(ctx)
+	decision := func() BoundPodDecision {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		return DecideBoundPod(c.health["n1"], true)
+	}
+	if got := decision(); got != BoundPodIgnore {
+		t.Fatalf("Ready node: %v", got)
+	}
+
+	writing, release := make(chan struct{}), make(chan error)
+	client.PrependReactor("update", "nodes", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		if a.GetSubresource() != "status" {
+			return false, nil, nil
+		}
+		writing <- struct{}{}
+		if err := <-release; err != nil {
+			return true, nil, err
+		}
+		return false, nil, nil
+	})
+	clk.Step(41 * time.Second) // past the grace period: the pass turns Ready Unknown
+	pass := func(writeErr error) (during BoundPodDecision) {
+		done := make(chan struct{})
+		go func() { defer close(done); c.MonitorNodes(ctx) }()
+		select {
+		case <-writing:
+		case <-time.After(20 * time.Second):
+			t.Fatal("the pass did not write the node's status")
+		}
+		during = decision()
+		release <- writeErr
+		<-done
+		return during
+	}
+	conflict := apierrors.NewConflict(schema.GroupResource{Resource: "nodes"}, "n1", errors.New("changed"))
+	if got := pass(conflict); got != BoundPodIgnore {
+		t.Errorf("during the write that failed: %v, want %v", got, BoundPodIgnore)
+	}
+	if got := decision(); got != BoundPodIgnore {
+		t.Errorf("after the write failed: %v, want %v", got, BoundPodIgnore)
+	}
+	if got := pass(nil); got != BoundPodIgnore {
+		t.Errorf("during the write that succeeded: %v, want %v", got, BoundPodIgnore)
+	}
+	if got := decision(); got != BoundPodMarkNotReady {
+		t.Errorf("after the write: %v, want %v", got, BoundPodMarkNotReady)
+	}
 }

@@ -286,21 +286,30 @@ func (c *Controller) MonitorNodes(ctx context.Context) {
 		if !ExcludedFromDisruption(node) {
 			zones[zone] = append(zones[zone], ready)
 		}
+		// The record keeps the Ready read until the pass's status write
+		// succeeds (as upstream's tryUpdateNodeHealth stores the node's
+		// health after its write), so processPod never marks a pod by a
+		// status the node was never given; it holds the new one before the
+		// pass lists the node's pods to mark them, so a pod bound meanwhile
+		// is marked by one or the other.
 		c.mu.Lock()
 		h := dec.Health
+		h.Ready = observed
 		c.health[node.Name] = &h
 		c.mu.Unlock()
-		statusWritten, markErr, err := c.apply(ctx, node, dec)
-		c.mu.Lock()
+		statusWritten, markErr, err := c.apply(ctx, node, dec, func() {
+			c.mu.Lock()
+			h.Ready = dec.Health.Ready
+			c.mu.Unlock()
+		})
 		if statusWritten {
 			// As upstream: the pods are marked again next pass if any
 			// could not be; a pass that fails to write the node's status
 			// leaves the retry as it was.
+			c.mu.Lock()
 			h.RetryMarkPods = markErr != nil
-		} else {
-			h.Ready = observed // what the node still says
+			c.mu.Unlock()
 		}
-		c.mu.Unlock()
 		if markErr != nil {
 			slog.Debug("node lifecycle: could not mark every pod not ready; retrying next pass", "node", node.Name, "err", markErr)
 		}
@@ -390,7 +399,9 @@ func (c *Controller) nodeEvent(name string, uid types.UID, reason, event string)
 // marking of its pods not Ready, as dec says; then the node's new taints.
 // statusWritten is whether the status write, if any, succeeded (the
 // marking follows it); markErr says which pods could not be marked.
-func (c *Controller) apply(ctx context.Context, node *corev1.Node, dec NodeDecision) (statusWritten bool, markErr, err error) {
+// written is called once the status is written (or had nothing to write),
+// before the event and the marking.
+func (c *Controller) apply(ctx context.Context, node *corev1.Node, dec NodeDecision, written func()) (statusWritten bool, markErr, err error) {
 	current := node
 	if dec.Conditions != nil {
 		next := node.DeepCopy()
@@ -401,6 +412,7 @@ func (c *Controller) apply(ctx context.Context, node *corev1.Node, dec NodeDecis
 		}
 		current = updated
 	}
+	written()
 	if dec.RecordNotReady {
 		c.recorder.Eventf(nodeRef(node.Name, node.UID), corev1.EventTypeNormal, "NodeNotReady", "Node %s status is now: NodeNotReady", node.Name)
 	}

@@ -35,7 +35,8 @@ type Health struct {
 	// wrote it ("" while the node has no Ready condition): upstream's
 	// node health status, by which a pod newly bound to the node is
 	// marked not Ready (DecideBoundPod). DecideNode sets it to the status
-	// the pass leaves; the loop puts back the one read if its write fails.
+	// the pass leaves; the loop records the one read until the pass's
+	// status write succeeds, and keeps it if the write fails.
 	Ready corev1.ConditionStatus
 }
 
