@@ -14,12 +14,27 @@ import (
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := signalContext()
 	defer stop()
 	if err := newRootCommand().ExecuteContext(ctx); err != nil {
 		fmt.Fprintln(os.Stderr, "kubeproof:", err)
 		os.Exit(1)
 	}
+}
+
+// signalContext is ended by the first SIGINT or SIGTERM, for the command to
+// wind down (a server drains, a check lets its requests finish and cleans
+// up, each bounded by a deadline of its own). Signals are then no longer
+// caught, so a second one ends the process at once, as a second signal
+// ends kube-apiserver: a user need not wait out a wind-down stuck on an
+// unreachable server.
+func signalContext() (context.Context, context.CancelFunc) {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	go func() {
+		<-ctx.Done()
+		stop()
+	}()
+	return ctx, stop
 }
 
 func newRootCommand() *cobra.Command {
