@@ -46,11 +46,29 @@ func tlsSettings(c *tls.Config, o *Options, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
+	// The default moves into GetCertificate: crypto/tls serves
+	// Certificates[0] to a client without SNI without asking
+	// GetCertificate, which must pick by address then.
 	defaultCert := &c.Certificates[0]
+	c.Certificates = nil
 	c.GetCertificate = func(hello *tls.ClientHelloInfo) (*tls.Certificate, error) {
-		return pickCertificate(byName, hello.ServerName, defaultCert), nil
+		return pickCertificate(byName, hello.ServerName, localIP(hello), defaultCert), nil
 	}
 	return nil
+}
+
+// localIP is the address a client without SNI connected to ("" when
+// unknown): SNI carries no IP address, so upstream's secure serving picks
+// a pair whose given names list the IP the connection came in on.
+func localIP(hello *tls.ClientHelloInfo) string {
+	if hello.Conn == nil {
+		return ""
+	}
+	host, _, err := net.SplitHostPort(hello.Conn.LocalAddr().String())
+	if err != nil {
+		return ""
+	}
+	return host
 }
 
 // sniCertificates loads the --tls-sni-cert-key pairs and maps the names
@@ -108,8 +126,15 @@ func certificateNames(c *x509.Certificate) []string {
 
 // pickCertificate is the certificate for a client asking for serverName:
 // an exact match, else a wildcard one for its first label, else the
-// default.
-func pickCertificate(byName map[string]*tls.Certificate, serverName string, fallback *tls.Certificate) *tls.Certificate {
+// default. A client that asked for no name gets the pair named by the
+// address it connected to (localIP), if any, else the default.
+func pickCertificate(byName map[string]*tls.Certificate, serverName, localIP string, fallback *tls.Certificate) *tls.Certificate {
+	if serverName == "" {
+		if c, ok := byName[localIP]; ok && localIP != "" {
+			return c
+		}
+		return fallback
+	}
 	name := strings.ToLower(serverName)
 	if c, ok := byName[name]; ok {
 		return c

@@ -128,6 +128,61 @@ func TestSNICertificates(t *testing.T) {
 	}
 }
 
+// TestSNICertificateForAddress: a client that sends no SNI (one dialing an
+// IP address) gets the --tls-sni-cert-key pair whose given names list the
+// address it connected to, as upstream's secure serving picks by the
+// connection's local address; a pair naming another address is not
+// served, and with none the default certificate is.
+func TestSNICertificateForAddress(t *testing.T) {
+	ca, err := pki.NewCA("sni-ca")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	var pairs []string
+	for _, cn := range []string{"loopback", "elsewhere"} {
+		kp, err := ca.IssueServing(cn, nil, []net.IP{net.IPv4(127, 0, 0, 1)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		crt, key := filepath.Join(dir, cn+".crt"), filepath.Join(dir, cn+".key")
+		if err := os.WriteFile(crt, kp.CertPEM, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(key, kp.KeyPEM, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		pairs = append(pairs, crt+","+key)
+	}
+	for _, tc := range []struct {
+		names []string
+		want  string
+	}{
+		{[]string{pairs[1] + ":10.9.9.9", pairs[0] + ":127.0.0.1"}, "loopback"},
+		{[]string{pairs[1] + ":10.9.9.9"}, ""},
+	} {
+		o := NewOptions(10259, "kube-scheduler")
+		f := newFlagSet(o)
+		for _, v := range tc.names {
+			if err := f.Set("tls-sni-cert-key", v); err != nil {
+				t.Fatal(err)
+			}
+		}
+		base := start(t, o, nil)
+		got, err := handshake(t, base, &tls.Config{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tc.want == "" {
+			if !strings.HasPrefix(got, "localhost@") {
+				t.Errorf("%v: served %q, want the default self-signed certificate", tc.names, got)
+			}
+		} else if got != tc.want {
+			t.Errorf("%v: served %q, want %q", tc.names, got, tc.want)
+		}
+	}
+}
+
 // newFlagSet is a flag set with o's flags.
 func newFlagSet(o *Options) *pflag.FlagSet {
 	f := pflag.NewFlagSet("test", pflag.ContinueOnError)
