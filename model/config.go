@@ -2,6 +2,7 @@ package model
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"io/fs"
 	"path"
@@ -216,9 +217,14 @@ func (c Config) Validate() error {
 	return nil
 }
 
-// LoadConfig returns the named configuration from spec/*.cfg.
+// LoadConfig returns the named configuration from spec/*.cfg. An unknown
+// name's error lists the configurations there are.
 func LoadConfig(name string) (Config, error) {
 	b, err := fs.ReadFile(spec.Configs, name+".cfg")
+	if errors.Is(err, fs.ErrNotExist) {
+		return Config{}, fmt.Errorf("loading configuration %s: no spec/%s.cfg; the configurations are %s: %w",
+			name, name, strings.Join(ConfigNames(), ", "), err)
+	}
 	if err != nil {
 		return Config{}, fmt.Errorf("loading configuration %s: %w", name, err)
 	}

@@ -69,14 +69,23 @@ action, with the variables each step changed, and makes the command fail.`,
 			if quiet {
 				progress = nil
 			}
+			// Every configuration is loaded before any is checked, so a
+			// misspelt name is refused before minutes of checking.
+			cfgs := make([]model.Config, len(names))
+			var loadErrs []error
+			for i, name := range names {
+				var err error
+				if cfgs[i], err = model.LoadConfig(name); err != nil {
+					loadErrs = append(loadErrs, err)
+				}
+			}
+			if err := errors.Join(loadErrs...); err != nil {
+				return err
+			}
 			var results []checker.Result
 			var failed []string
-			for _, name := range names {
-				cfg, err := model.LoadConfig(name)
-				if err != nil {
-					return err
-				}
-				m, err := model.New(cfg, mutant)
+			for i, name := range names {
+				m, err := model.New(cfgs[i], mutant)
 				if err != nil {
 					return err
 				}

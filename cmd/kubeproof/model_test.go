@@ -114,3 +114,22 @@ func TestModelCheckMutantNotCaughtWarns(t *testing.T) {
 		t.Errorf("the specification itself: %v\n%s", err, out)
 	}
 }
+
+// TestModelCheckUnknownConfig: a configuration name spec/ lacks is refused
+// before anything is checked, with the names there are (as model list
+// prints them). Before, the error was only "open Nope.cfg: file does not
+// exist", and --config Small,Nope checked Small first.
+func TestModelCheckUnknownConfig(t *testing.T) {
+	out, err := runModel(t, "check", "--config", "Small,Nope", "--quiet")
+	if err == nil {
+		t.Fatalf("--config Small,Nope: no error\n%s", out)
+	}
+	if strings.Contains(out, "checking Small") {
+		t.Errorf("Small checked before Nope was refused:\n%s", out)
+	}
+	for _, want := range []string{"configuration Nope", "no spec/Nope.cfg", "Small", "RollingUpdate", "Deletion"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not say %q", err, want)
+		}
+	}
+}
