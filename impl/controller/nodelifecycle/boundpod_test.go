@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -18,6 +19,8 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/record"
 	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/kubeproof/kubeproof/impl/controller/workloop"
 )
 
 // A pod newly bound to a node (upstream's processPod): nothing while the
@@ -262,5 +265,60 @@ func TestBoundPodDecidedByWrittenReady(t *testing.T) {
 	}
 	if got := decision(); got != BoundPodMarkNotReady {
 		t.Errorf("after the write: %v, want %v", got, BoundPodMarkNotReady)
+	}
+}
+
+// A pod newly bound to a not-Ready node whose marking keeps failing is
+// retried, with back-off, until the marking succeeds, as upstream's
+// processPod puts it back rate limited with no limit: here after more
+// failures than workloop.MaxRetries.
+func TestBoundPodMarkingRetriedUntilItSucceeds(t *testing.T) {
+	clk := clocktesting.NewFakeClock(t0)
+	sick := readyNode(corev1.ConditionFalse, t0)
+	client := fake.NewClientset(sick, lease(t0))
+	const failures = workloop.MaxRetries + 2
+	var writes atomic.Int32
+	client.PrependReactor("update", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		if a.GetSubresource() == "status" && writes.Add(1) <= failures {
+			return true, nil, apierrors.NewInternalError(errors.New("etcd is away"))
+		}
+		return false, nil, nil
+	})
+	factory := informers.NewSharedInformerFactory(client, 0)
+	c, err := New(client, factory.Core().V1().Nodes(), factory.Coordination().V1().Leases(), factory.Core().V1().Pods(), record.NewFakeRecorder(1000), clk,
+		Config{MonitorPeriod: time.Hour, MonitorGrace: time.Hour, StartupGrace: time.Hour,
+			Defaults: DefaultTolerations{NotReadySeconds: -1, UnreachableSeconds: -1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	defer func() { cancel(); wg.Wait(); factory.Shutdown() }()
+	startInformers(t, ctx, client, factory)
+	wg.Add(1)
+	go func() { defer wg.Done(); _ = c.Run(ctx, 1) }()
+	waitFor(t, "Run's first monitor pass", func() bool {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		return len(c.health) == 1
+	})
+	if _, err := client.CoreV1().Pods("ns").Create(ctx, readyPod(podOn("p", toleration(TaintNotReady, nil))), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	marked := func() bool {
+		p, err := client.Tracker().Get(corev1.SchemeGroupVersion.WithResource("pods"), "ns", "p")
+		return err == nil && conditionOf(p.(*corev1.Pod), corev1.PodReady) == corev1.ConditionFalse
+	}
+	// The back-off delays (5 ms doubling, 328 s in all for 17 tries) pass
+	// on the fake clock, within the monitor period.
+	for step := 0; !marked(); step++ {
+		if step == 1000 {
+			t.Fatalf("the pod not marked after %d status writes (%d failing)", writes.Load(), failures)
+		}
+		clk.Step(3 * time.Second)
+		time.Sleep(5 * time.Millisecond)
+	}
+	if n := writes.Load(); n != failures+1 {
+		t.Fatalf("%d status writes, want %d", n, failures+1)
 	}
 }

@@ -38,6 +38,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"sync"
 	"time"
 
@@ -228,10 +229,12 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 	// The pods the informer listed are queued as newly bound; after the
 	// first pass each finds its node's health recorded, so a pod on a node
 	// already not Ready is marked. Upstream starts its pod workers
-	// alongside the first pass, so which pods find a record is a race.
+	// alongside the first pass, so which pods find a record is a race. A
+	// failing pod is retried with back-off for as long as it fails, as
+	// upstream's processPod puts it back rate limited with no limit.
 	go func() {
 		defer wg.Done()
-		workloop.Run(ctx, "nodelifecycle-pods", c.podUpdates, workers, c.processPod)
+		workloop.RunWithMaxRetries(ctx, "nodelifecycle-pods", c.podUpdates, workers, math.MaxInt, c.processPod)
 	}()
 	c.TaintingPass(ctx)
 	for {
