@@ -18,6 +18,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/kubeproof/kubeproof/impl/kubelet/status"
+	"github.com/kubeproof/kubeproof/impl/scheduler/framework"
 )
 
 // NodeLeaseNamespace holds the nodes' heartbeat Leases.
@@ -77,7 +78,10 @@ func nodeConditions(ready bool, runtimeErr string, p Pressure) []v1.NodeConditio
 // reports attached are kept from the previous status, as upstream's status
 // setters, which change the Node as read in place: each of the kubelet's
 // four conditions replaces its namesake where it stands, and those the
-// previous status lacks are appended in the kubelet's order.
+// previous status lacks are appended in the kubelet's order. Likewise the
+// resources another writer advertised in the previous capacity (an
+// extended resource patched into nodes/NAME/status) stay in the capacity
+// and the allocatable (nodeResources).
 func NodeStatus(cfg *Config, old *v1.NodeStatus, p Pressure, runtimeVersion string, runtimeErr error, now time.Time) v1.NodeStatus {
 	errText := ""
 	if runtimeErr != nil {
@@ -101,6 +105,7 @@ func NodeStatus(cfg *Config, old *v1.NodeStatus, p Pressure, runtimeVersion stri
 	}
 	conds := own
 	var attached []v1.AttachedVolume
+	capacity, allocatable := cfg.nodeResources(old)
 	if old != nil {
 		conds = mergeNodeConditions(old.Conditions, own)
 		attached = slices.Clone(old.VolumesAttached)
@@ -112,8 +117,8 @@ func NodeStatus(cfg *Config, old *v1.NodeStatus, p Pressure, runtimeVersion stri
 		swap = &v1.NodeSwapStatus{Capacity: ptr.To(c)}
 	}
 	return v1.NodeStatus{
-		Capacity:        cfg.capacity(),
-		Allocatable:     cfg.allocatable(),
+		Capacity:        capacity,
+		Allocatable:     allocatable,
 		Phase:           "",
 		Conditions:      conds,
 		VolumesAttached: attached,
@@ -129,6 +134,37 @@ func NodeStatus(cfg *Config, old *v1.NodeStatus, p Pressure, runtimeVersion stri
 			OperatingSystem: goruntime.GOOS, Architecture: goruntime.GOARCH, Swap: swap,
 		},
 	}
+}
+
+// nodeResources is the capacity and allocatable the kubelet posts over
+// the previous status old (nil at registration), as upstream's MachineInfo
+// setter, which writes the resources it computes into the capacity as read
+// and never removes one: a resource only another writer advertised in
+// old's capacity is kept, and made allocatable in full (less a
+// reservation of it, if any). In the allocatable as read, an extended
+// resource no longer in the capacity is dropped; any other stays.
+func (c *Config) nodeResources(old *v1.NodeStatus) (capacity, allocatable v1.ResourceList) {
+	capacity = c.capacity()
+	if old == nil {
+		return capacity, c.allocatable()
+	}
+	for name, q := range old.Capacity {
+		if _, ours := capacity[name]; !ours {
+			capacity[name] = q.DeepCopy()
+		}
+	}
+	allocatable = v1.ResourceList{}
+	for name, q := range old.Allocatable {
+		if _, inCapacity := capacity[name]; inCapacity || !framework.IsExtendedResourceName(name) {
+			allocatable[name] = q.DeepCopy()
+		}
+	}
+	// The reservations are computed from the kubelet's own capacity, as
+	// the allocatable it admits pods against (Config.allocatable).
+	for name, q := range nodeAllocatable(capacity, c.allocatableReservation(c.capacity())) {
+		allocatable[name] = q
+	}
+	return capacity, allocatable
 }
 
 // mergeNodeConditions is old with each condition of own in place of its
