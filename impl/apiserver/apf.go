@@ -15,6 +15,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	flowcontrolclient "k8s.io/client-go/kubernetes/typed/flowcontrol/v1"
 
@@ -147,7 +148,9 @@ func (a *apfConfig) run(ctx context.Context) {
 
 // ensurePeriodically runs the ensurer again every ensurePeriod until ctx
 // ends (the first run, at the start, is ensure's); a failed run is logged
-// and left to the next.
+// and left to the next. These runs read the caches, as kube-apiserver's
+// ensurer reads its informers' listers, so only their writes are
+// requests.
 func (a *apfConfig) ensurePeriodically(ctx context.Context) {
 	t := time.NewTicker(a.ensurePeriod)
 	defer t.Stop()
@@ -157,7 +160,7 @@ func (a *apfConfig) ensurePeriodically(ctx context.Context) {
 			return
 		case <-t.C:
 		}
-		if err := a.ensureOnce(ctx); err != nil && ctx.Err() == nil {
+		if err := a.ensureOnce(ctx, true); err != nil && ctx.Err() == nil {
 			a.log.Warn("API Priority and Fairness bootstrap ensurer, will retry", "err", err)
 		}
 	}
@@ -281,7 +284,7 @@ func (a *apfConfig) recreateMandatory(ctx context.Context, schemas []*flowcontro
 		have["fs/"+fs.Name] = true
 	}
 	var errs []error
-	for _, it := range a.bootItems() {
+	for _, it := range a.bootItems(false) {
 		if !it.mandatory || have[it.kind+"/"+it.want.GetName()] {
 			continue
 		}
@@ -307,6 +310,9 @@ type apfClient struct {
 	update func(ctx context.Context, obj apfObject) error
 	list   func(ctx context.Context) ([]apfObject, error)
 	delete func(ctx context.Context, name string, opts metav1.DeleteOptions) error
+	// cached says get and list answer from the caches, which may not
+	// show the ensurer's own last writes yet.
+	cached bool
 }
 
 func flowSchemaClient(c flowcontrolclient.FlowSchemaInterface) apfClient {
@@ -386,9 +392,55 @@ type bootItem struct {
 	setSpec  func(cur apfObject)
 }
 
-func (a *apfConfig) bootItems() []bootItem {
+// apfClients are the ensurer's clients of the two resources; cached makes
+// their reads answer from the caches.
+func (a *apfConfig) apfClients(cached bool) (pl, fs apfClient) {
 	fc := a.client()
-	plClient, fsClient := priorityLevelClient(fc.PriorityLevelConfigurations()), flowSchemaClient(fc.FlowSchemas())
+	pl, fs = priorityLevelClient(fc.PriorityLevelConfigurations()), flowSchemaClient(fc.FlowSchemas())
+	if cached {
+		pl.get, pl.list = cachedReads(a.plCache, priorityLevelsGR)
+		pl.cached = true
+		fs.get, fs.list = cachedReads(a.fsCache, flowSchemasGR)
+		fs.cached = true
+	}
+	return pl, fs
+}
+
+// cachedReads are get and list answered from c: NotFound as the API
+// answers it, an error while c is not loaded.
+func cachedReads(c *localcache.Cache, gr schema.GroupResource) (func(context.Context, string) (apfObject, error), func(context.Context) ([]apfObject, error)) {
+	get := func(_ context.Context, name string) (apfObject, error) {
+		obj, found, synced := c.Get("", name)
+		switch {
+		case !synced:
+			return nil, fmt.Errorf("reading %s %s: the cache is not loaded", gr, name)
+		case !found:
+			return nil, apierrors.NewNotFound(gr, name)
+		}
+		o, ok := obj.DeepCopyObject().(apfObject)
+		if !ok {
+			return nil, fmt.Errorf("reading %s %s: cached %T", gr, name, obj)
+		}
+		return o, nil
+	}
+	list := func(context.Context) ([]apfObject, error) {
+		objs, synced := c.List("")
+		if !synced {
+			return nil, fmt.Errorf("listing %s: the cache is not loaded", gr)
+		}
+		out := make([]apfObject, 0, len(objs))
+		for _, obj := range objs {
+			if o, ok := obj.(apfObject); ok {
+				out = append(out, o)
+			}
+		}
+		return out, nil
+	}
+	return get, list
+}
+
+func (a *apfConfig) bootItems(cached bool) []bootItem {
+	plClient, fsClient := a.apfClients(cached)
 	var out []bootItem
 	for _, p := range flowcontrol.DefaultPriorityLevels() {
 		want := p
@@ -474,7 +526,7 @@ func (a *apfConfig) ensure(ctx context.Context) error {
 	ectx, cancel := context.WithTimeout(ctx, apfEnsureTimeout)
 	defer cancel()
 	for {
-		err := a.ensureOnce(ectx)
+		err := a.ensureOnce(ectx, false)
 		if err == nil {
 			return nil
 		}
@@ -487,9 +539,11 @@ func (a *apfConfig) ensure(ctx context.Context) error {
 	}
 }
 
-func (a *apfConfig) ensureOnce(ctx context.Context) error {
+// ensureOnce runs the ensurer once; cached makes it read the caches
+// rather than the API.
+func (a *apfConfig) ensureOnce(ctx context.Context, cached bool) error {
 	var errs []error
-	items := a.bootItems()
+	items := a.bootItems(cached)
 	wanted := map[string]bool{}
 	for _, it := range items {
 		wanted[it.kind+"/"+it.want.GetName()] = true
@@ -497,9 +551,9 @@ func (a *apfConfig) ensureOnce(ctx context.Context) error {
 			errs = append(errs, err)
 		}
 	}
-	fc := a.client()
-	errs = append(errs, a.removeUnwanted(ctx, flowSchemaClient(fc.FlowSchemas()), "fs", wanted)...)
-	errs = append(errs, a.removeUnwanted(ctx, priorityLevelClient(fc.PriorityLevelConfigurations()), "pl", wanted)...)
+	plClient, fsClient := a.apfClients(cached)
+	errs = append(errs, a.removeUnwanted(ctx, fsClient, "fs", wanted)...)
+	errs = append(errs, a.removeUnwanted(ctx, plClient, "pl", wanted)...)
 	return errors.Join(errs...)
 }
 
@@ -520,6 +574,9 @@ func (a *apfConfig) ensureItem(ctx context.Context, it bootItem) error {
 			if !apierrors.IsAlreadyExists(err) {
 				return fmt.Errorf("creating %s %s: %w", it.kind, name, err)
 			}
+			if it.client.cached {
+				return nil // the cache is behind; the next run decides
+			}
 			continue
 		case err != nil:
 			return fmt.Errorf("reading %s %s: %w", it.kind, name, err)
@@ -529,6 +586,9 @@ func (a *apfConfig) ensureItem(ctx context.Context, it bootItem) error {
 			return nil
 		}
 		err = it.client.update(ctx, next)
+		if err != nil && it.client.cached && (apierrors.IsConflict(err) || apierrors.IsNotFound(err)) {
+			return nil // the cache is behind; the next run decides
+		}
 		if err == nil || (!apierrors.IsConflict(err) && !apierrors.IsNotFound(err)) {
 			if err != nil {
 				return fmt.Errorf("updating %s %s: %w", it.kind, name, err)

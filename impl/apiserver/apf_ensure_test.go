@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"strings"
 	"testing"
 	"time"
 
@@ -151,4 +152,27 @@ func TestAPFEnsurerRunsPeriodically(t *testing.T) {
 		_, err := pls.Get(ctx(t), "retired", metav1.GetOptions{})
 		return apierrors.IsNotFound(err)
 	})
+
+	// As kube-apiserver's, whose ensurer reads its informers' listers,
+	// the periodic runs read the server's caches: no LIST or GET
+	// requests of their own.
+	reads := func() string {
+		body, err := cs.RESTClient().Get().AbsPath("/metrics").DoRaw(ctx(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, line := range strings.Split(string(body), "\n") {
+			if strings.HasPrefix(line, "apiserver_request_total{") && strings.Contains(line, `group="flowcontrol.apiserver.k8s.io"`) &&
+				(strings.Contains(line, `verb="LIST"`) || strings.Contains(line, `verb="GET"`)) {
+				out = append(out, line)
+			}
+		}
+		return strings.Join(out, "\n")
+	}
+	before := reads()
+	time.Sleep(time.Second) // ten periods
+	if after := reads(); after != before {
+		t.Errorf("flowcontrol reads during ten periodic runs:\n%s\nbefore:\n%s\nwant none", after, before)
+	}
 }
