@@ -41,9 +41,10 @@ var (
 //     object someone changed); objects the server once suggested
 //     (annotation true) that are no longer suggested are deleted. A
 //     mandatory object deleted is also created again as soon as the watch
-//     shows it gone. Another server
-//     creating an object first is fine. Every read and write is a request
-//     of the server's in-process loopback client, as kube-apiserver's
+//     shows it gone. Another server creating an object first is fine.
+//     Every write (and the start's reads; the later runs read the caches
+//     below, as kube-apiserver's read its listers) is a request of the
+//     server's in-process loopback client, as kube-apiserver's
 //     priority-and-fairness-config-producer hook makes them (audited,
 //     admitted; creates and updates under the field manager
 //     apfProducerFieldManager).
