@@ -12,6 +12,11 @@
 # PROGRESS_EVERY (seconds between progress lines, default 30), GO (go),
 # FUZZPKGS (the packages holding targets; PKG is accepted for one).
 #
+# Progress lines give go test's counts: "new interesting" this campaign and
+# "total interesting", the whole corpus it fuzzes from (seeds and its fuzz
+# cache, where the kept corpus was put back). The summary's "kept corpus" is
+# the number of inputs in fuzz/testdata/corpus/<Target>/ after the campaign.
+#
 # Corpora: the inputs a campaign found interesting are kept in
 # fuzz/testdata/corpus/<Target>/ (for every package: target names are
 # unique in the module) and put back into Go's fuzz cache before
@@ -104,7 +109,7 @@ for t in "${targets[@]}"; do
 			now=$(date +%s)
 			if [ $((now - last)) -ge "$PROGRESS_EVERY" ]; then
 				last=$now
-				printf '%-20s elapsed %-7s execs %-10s %6s/s  new interesting %-5s corpus %-6s findings 0\n' \
+				printf '%-20s elapsed %-7s execs %-10s %6s/s  new interesting %-5s total interesting %-6s findings 0\n' \
 					"$t" "$elapsed" "$execs" "$rate" "$newint" "$total"
 			fi
 		elif [[ $line =~ elapsed:\ ([0-9hms]+),\ gathering\ baseline\ coverage:\ ([0-9]+/[0-9]+) ]]; then
@@ -142,7 +147,7 @@ for t in "${targets[@]}"; do
 		mkdir -p "$CORPUS/$t"
 		cp -n "$cache/$t"/* "$CORPUS/$t"/ 2>/dev/null || true
 	fi
-	corpus=$(ls "$CORPUS/$t" 2>/dev/null | wc -l)
+	kept=$(ls "$CORPUS/$t" 2>/dev/null | wc -l)
 	printf '%-20s done in %ss: %s execs, %s new interesting, %s findings, %s\n' "$t" "$took" "$execs" "$newint" "$nfind" "$result"
 	for f in $new; do
 		echo "    finding: $FINDINGS/$t/$f (re-run: go test -run=$t/$f $PKG)"
@@ -150,11 +155,11 @@ for t in "${targets[@]}"; do
 	secs=$(seconds "$elapsed")
 	avg=0
 	if [ "$secs" -gt 0 ]; then avg=$((execs / secs)); fi
-	summary+=("$(printf '| %-18s | %7s | %10s | %7s | %15s | %6s | %8s | %s |' "$t" "$elapsed" "$execs" "$avg" "$newint" "$corpus" "$nfind" "$result")")
+	summary+=("$(printf '| %-18s | %7s | %10s | %7s | %15s | %11s | %8s | %s |' "$t" "$elapsed" "$execs" "$avg" "$newint" "$kept" "$nfind" "$result")")
 done
 
 echo
-echo "| target             | elapsed |      execs | execs/s | new interesting | corpus | findings | result |"
-echo "|--------------------|---------|------------|---------|-----------------|--------|----------|--------|"
+echo "| target             | elapsed |      execs | execs/s | new interesting | kept corpus | findings | result |"
+echo "|--------------------|---------|------------|---------|-----------------|-------------|----------|--------|"
 printf '%s\n' "${summary[@]}"
 exit $failed
