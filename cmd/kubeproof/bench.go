@@ -26,6 +26,7 @@ func newBenchCommand() *cobra.Command {
 	var (
 		logs        logOptions
 		kubeconfig  string
+		kubeContext string
 		etcdServers []string
 		clients     []int
 		duration    time.Duration
@@ -64,7 +65,7 @@ func newBenchCommand() *cobra.Command {
 		Use:   "bench [WORKLOAD...]",
 		Short: "Run benchmark workloads and print a table",
 		Long: `Run benchmark workloads against an in-process kubeproof control plane, or against
-any API server given by --kubeconfig, and print Markdown tables.
+any API server given by --kubeconfig (and --context), and print Markdown tables.
 
 Workloads:
   writes            1 KiB ConfigMap creates/s through the API server (client-go protobuf
@@ -171,6 +172,17 @@ inline SVG charts) and charts/*.svg.`,
 			if err := checkWorkloads(args, kubeconfig != ""); err != nil {
 				return err
 			}
+			// remote is the API server of --kubeconfig and --context; nil
+			// runs the workloads against servers of their own.
+			var remote *rest.Config
+			if kubeconfig != "" {
+				var err error
+				if remote, err = loadClientConfig(kubeconfig, kubeContext); err != nil {
+					return err
+				}
+			} else if kubeContext != "" {
+				return errors.New("--context needs --kubeconfig: without it the workloads run against servers of their own")
+			}
 			var baseline *bench.Report
 			if compare != "" {
 				b, err := bench.LoadReport(compare)
@@ -192,7 +204,7 @@ inline SVG charts) and charts/*.svg.`,
 					wStart := time.Now()
 					switch w {
 					case "writes", "updates":
-						results, err := runWritesWorkload(cmd.Context(), out, w, kubeconfig, etcdServers, clients, duration, targetConfig{watchCache, etcdGRPC}, cpuProfile)
+						results, err := runWritesWorkload(cmd.Context(), out, w, remote, etcdServers, clients, duration, targetConfig{watchCache, etcdGRPC}, cpuProfile)
 						if err != nil {
 							return err
 						}
@@ -206,7 +218,7 @@ inline SVG charts) and charts/*.svg.`,
 						}
 					case "watch-fanout":
 						cfg := bench.WatchFanoutConfig{Watchers: watchers, Rate: eventRate, Duration: watchDuration, Connections: watchConns}
-						results, err := runWatchFanoutWorkload(cmd.Context(), out, kubeconfig, cfg, targetConfig{watchCache, etcdGRPC})
+						results, err := runWatchFanoutWorkload(cmd.Context(), out, remote, cfg, targetConfig{watchCache, etcdGRPC})
 						if err != nil {
 							return err
 						}
@@ -247,7 +259,7 @@ inline SVG charts) and charts/*.svg.`,
 						bench.WriteNodeMemoryTable(&md, []bench.NodeMemoryResult{res})
 					case "scheduling-basic-500", "scheduling-basic-5000":
 						name := map[string]string{"scheduling-basic-500": "SchedulingBasic/500Nodes_1000Pods", "scheduling-basic-5000": "SchedulingBasic/5000Nodes_10000Pods"}[w]
-						res, err := runSchedulingWorkload(cmd.Context(), cmd.ErrOrStderr(), name, kubeconfig, schedProcess, fsyncOff)
+						res, err := runSchedulingWorkload(cmd.Context(), cmd.ErrOrStderr(), name, remote, schedProcess, fsyncOff)
 						if err != nil {
 							return err
 						}
@@ -292,7 +304,7 @@ inline SVG charts) and charts/*.svg.`,
 						bench.WriteCheckersTable(&md, machine, res)
 					default:
 						if name, ok := strings.CutPrefix(w, "scheduling:"); ok {
-							res, err := runSchedulingWorkload(cmd.Context(), cmd.ErrOrStderr(), name, kubeconfig, schedProcess, fsyncOff)
+							res, err := runSchedulingWorkload(cmd.Context(), cmd.ErrOrStderr(), name, remote, schedProcess, fsyncOff)
 							if err != nil {
 								return err
 							}
@@ -339,6 +351,7 @@ inline SVG charts) and charts/*.svg.`,
 	fs := cmd.Flags()
 	logs.addFlags(fs)
 	fs.StringVar(&kubeconfig, "kubeconfig", "", "Benchmark this API server instead of an in-process kubeproof.")
+	fs.StringVar(&kubeContext, "context", "", "With --kubeconfig: the kubeconfig context to use (default: its current-context).")
 	fs.StringSliceVar(&etcdServers, "etcd-servers", nil, "With --kubeconfig: the etcd behind it, for the raw etcd comparison.")
 	fs.IntSliceVar(&clients, "clients", []int{1, 16, 64, 256}, "Concurrent clients of the writes and updates workloads.")
 	fs.DurationVar(&duration, "duration", 10*time.Second, "Duration of each writes and updates measurement.")
@@ -377,19 +390,18 @@ inline SVG charts) and charts/*.svg.`,
 }
 
 // runSchedulingWorkload runs the named scheduling workload, against
-// --kubeconfig (whose scheduler is measured) or an in-process control
-// plane with the scheduler in a child process (or in-process).
-func runSchedulingWorkload(ctx context.Context, progress io.Writer, name, kubeconfig string, schedProcess, fsyncOff bool) (bench.SchedulingResult, error) {
+// remote (--kubeconfig's; its scheduler is measured) or, remote nil, an
+// in-process control plane with the scheduler in a child process (or
+// in-process).
+func runSchedulingWorkload(ctx context.Context, progress io.Writer, name string, remote *rest.Config, schedProcess, fsyncOff bool) (bench.SchedulingResult, error) {
 	w, err := bench.SchedulingWorkloadByName(name)
 	if err != nil {
 		return bench.SchedulingResult{}, err
 	}
 	line := newProgressLine(progress)
 	cfg := bench.SchedulingConfig{Workload: w, UnsafeNoFsync: fsyncOff, Progress: line.print}
-	if kubeconfig != "" {
-		if cfg.API, err = clientcmd.BuildConfigFromFlags("", kubeconfig); err != nil {
-			return bench.SchedulingResult{}, fmt.Errorf("loading --kubeconfig: %w", err)
-		}
+	if remote != nil {
+		cfg.API = remote
 	} else if schedProcess {
 		if cfg.SchedulerBinary, err = os.Executable(); err != nil {
 			return bench.SchedulingResult{}, err
@@ -436,10 +448,10 @@ func checkWorkloads(workloads []string, remote bool) error {
 	return errors.Join(errs...)
 }
 
-// runWatchFanoutWorkload runs watch-fanout against --kubeconfig or a fresh
-// in-process cluster.
-func runWatchFanoutWorkload(ctx context.Context, out io.Writer, kubeconfig string, cfg bench.WatchFanoutConfig, tc targetConfig) ([]bench.WatchFanoutResult, error) {
-	api, _, stop, err := benchTarget(ctx, kubeconfig, tc)
+// runWatchFanoutWorkload runs watch-fanout against remote or, remote nil,
+// a fresh in-process cluster.
+func runWatchFanoutWorkload(ctx context.Context, out io.Writer, remote *rest.Config, cfg bench.WatchFanoutConfig, tc targetConfig) ([]bench.WatchFanoutResult, error) {
+	api, _, stop, err := benchTarget(ctx, remote, tc)
 	if err != nil {
 		return nil, err
 	}
@@ -453,8 +465,8 @@ func runWatchFanoutWorkload(ctx context.Context, out io.Writer, kubeconfig strin
 }
 
 // runWritesWorkload runs writes (creates) or updates (CAS updates).
-func runWritesWorkload(ctx context.Context, out io.Writer, workload, kubeconfig string, etcdServers []string, clients []int, d time.Duration, tc targetConfig, cpuProfile string) ([]bench.WriteResult, error) {
-	api, c, stop, err := benchTarget(ctx, kubeconfig, tc)
+func runWritesWorkload(ctx context.Context, out io.Writer, workload string, remote *rest.Config, etcdServers []string, clients []int, d time.Duration, tc targetConfig, cpuProfile string) ([]bench.WriteResult, error) {
+	api, c, stop, err := benchTarget(ctx, remote, tc)
 	if err != nil {
 		return nil, err
 	}
@@ -493,15 +505,13 @@ func runWritesWorkload(ctx context.Context, out io.Writer, workload, kubeconfig 
 // (--apiserver-etcd-grpc) instead of in-process.
 type targetConfig struct{ watchCache, etcdGRPC bool }
 
-// benchTarget is the API server a workload runs against: --kubeconfig's,
-// or (c not nil) a fresh in-process cluster in a temporary directory, with
-// fsync on so the numbers are what a user's cluster gets. stop releases it.
-func benchTarget(ctx context.Context, kubeconfig string, tc targetConfig) (api *rest.Config, c *cluster.Cluster, stop func(), err error) {
-	if kubeconfig != "" {
-		if api, err = clientcmd.BuildConfigFromFlags("", kubeconfig); err != nil {
-			return nil, nil, nil, fmt.Errorf("loading --kubeconfig: %w", err)
-		}
-		return api, nil, func() {}, nil
+// benchTarget is the API server a workload runs against: remote
+// (--kubeconfig's), or (c not nil) a fresh in-process cluster in a
+// temporary directory, with fsync on so the numbers are what a user's
+// cluster gets. stop releases it.
+func benchTarget(ctx context.Context, remote *rest.Config, tc targetConfig) (api *rest.Config, c *cluster.Cluster, stop func(), err error) {
+	if remote != nil {
+		return remote, nil, func() {}, nil
 	}
 	dir, err := os.MkdirTemp("", "kubeproof-bench-")
 	if err != nil {

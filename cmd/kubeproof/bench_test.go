@@ -5,6 +5,10 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/kubeproof/kubeproof/impl/cluster/clustertest"
 )
 
 // TestBenchRefusesWorkloadsUpFront: the tables are printed once every
@@ -48,6 +52,48 @@ func TestBenchRefusesWorkloadsUpFront(t *testing.T) {
 		}
 		if strings.Contains(out.String(), " took ") {
 			t.Errorf("%v: a workload ran before the refusal:\n%s", tc.args, out.String())
+		}
+	}
+}
+
+// TestBenchContext: with --kubeconfig, --context picks the kubeconfig's
+// context (before, only its current-context could be benchmarked: unknown
+// flag --context); an unknown context is refused before any workload runs,
+// and --context without --kubeconfig (the workloads' own servers) too.
+func TestBenchContext(t *testing.T) {
+	c, _ := clustertest.Start(t, clustertest.Options{})
+	twoContexts := kubeconfigWithBrokenCurrent(t, c.AdminKubeconfig)
+	good, err := clientcmd.LoadFromFile(c.AdminKubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := func(args ...string) (string, error) {
+		cmd := newBenchCommand()
+		cmd.SilenceUsage = true
+		var out bytes.Buffer
+		cmd.SetOut(&out)
+		cmd.SetErr(&out)
+		cmd.SetArgs(args)
+		err := cmd.Execute()
+		return out.String(), err
+	}
+	out, err := run("--kubeconfig", twoContexts, "--context", good.CurrentContext, "--clients", "1", "--duration", "300ms", "writes")
+	if err != nil || !strings.Contains(out, "apiserver") || strings.Contains(out, "first error") {
+		t.Errorf("--context %s: %v\n%s", good.CurrentContext, err, out)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--kubeconfig", twoContexts, "--context", "nope", "writes"}, `context "nope" does not exist`},
+		{[]string{"--context", good.CurrentContext, "writes"}, "--context needs --kubeconfig"},
+	} {
+		out, err := run(tc.args...)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: error %v, want %q", tc.args, err, tc.want)
+		}
+		if strings.Contains(out, " took ") {
+			t.Errorf("%v: a workload ran before the refusal:\n%s", tc.args, out)
 		}
 	}
 }
