@@ -530,3 +530,18 @@ func TestGarbageCollectorActsOnItsLaggingGraph(t *testing.T) {
 		}
 	}
 }
+
+// TestMutantConfig: a mutant's own configuration is Small with its
+// constants changed, named after it; an unknown name is refused.
+func TestMutantConfig(t *testing.T) {
+	cfg, err := MutantConfig(MutantKubeletFailsPodBeforeStop)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Name != "mutant-"+MutantKubeletFailsPodBeforeStop || cfg.MaxEvictions != 1 {
+		t.Errorf("got %s with MaxEvictions %d, want mutant-%s with 1", cfg.Name, cfg.MaxEvictions, MutantKubeletFailsPodBeforeStop)
+	}
+	if _, err := MutantConfig("Nope"); err == nil || !strings.Contains(err.Error(), "no such mutant") {
+		t.Errorf("unknown mutant: %v", err)
+	}
+}

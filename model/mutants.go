@@ -1,5 +1,7 @@
 package model
 
+import "fmt"
+
 // Mutants: deliberately broken variants of actions, switchable by name
 // (New(cfg, name)). Each breaks the property it names; the tests check that
 // the model checker finds every one of them with a trace. A checker that
@@ -86,6 +88,73 @@ var Mutants = []MutantInfo{
 	{MutantKubeletCompletesAlwaysPods, KubeletCompletePod, "KUBELET-7", "the kubelet lets a restartPolicy Always pod whose containers exited 0 become Succeeded"},
 	{MutantDeploymentObservesStaleGeneration, DeploymentObserve, "DEP-1", "the deployment controller writes observedGeneration without the resourceVersion precondition, claiming a generation its lagging view has not seen (needs DeploymentLag)"},
 	{MutantKubeletFailsPodBeforeStop, KubeletEvictPod, "KUBELET-8", "node-pressure eviction reports the pod Failed while its sandbox still runs (stopped later by KubeletStopPod): the order before the kubelet held a terminal phase back"},
+}
+
+// mutantConfigs holds, for each mutant, the constants of the Small
+// configuration to change so that its bug can show (MutantConfig).
+var mutantConfigs = map[string]map[string]int{
+	MutantWatchSkipsDeleteEvents:             {},
+	MutantCreateOverwritesExistingKey:        {"Replicas": 2, "Capacity": 2},
+	MutantStoreAcceptsStaleBinding:           {"MaxWatchDrops": 1},
+	MutantRelistServedFromStaleCache:         {"MaxWatchDrops": 1},
+	MutantReplicaSetIgnoresExpectations:      {"MaxWatchDrops": 1},
+	MutantReplicaSetAdoptsOtherTemplates:     {},
+	MutantDeploymentIgnoresMaxSurge:          {"Replicas": 2, "Capacity": 2, "PodsPerRS": 3},
+	MutantDeploymentCountsUnreadyAsAvailable: {},
+	MutantGCDeletesPodsOfLiveOwner:           {"MaxDeletes": 1},
+	MutantGCIgnoresBlockOwnerDeletion:        {"MaxDeletes": 1},
+	MutantBindingOverwritesBinding:           {"MaxNodeFailures": 1},
+	MutantSchedulerIgnoresCapacity:           {"Replicas": 2},
+	MutantSchedulerIgnoresAssumedPods:        {"Replicas": 2, "MaxWatchDrops": 1},
+	MutantSchedulerIgnoresTaints:             {"MaxNodeFailures": 1},
+	MutantKubeletRunsPodBoundElsewhere:       {},
+	MutantKubeletForgetsSandboxesOnRestart:   {"MaxCrashes": 1, "Capacity": 2},
+	MutantKubeletReusesIP:                    {"Replicas": 2, "Capacity": 2},
+	MutantKubeletLeaksIPOnStop:               {},
+	MutantKubeletRestartsFailedPod:           {"MaxEvictions": 1},
+	MutantDeploymentNeverRemovesOldReplicas:  {},
+	MutantGCNeverDeletesOrphans:              {"MaxDeletes": 1},
+	MutantKubeletNeverFinalizesDeletion:      {"MaxDeletes": 1},
+	MutantKubeletNeverStopsDeletedPods:       {},
+	MutantKubeletFailsPodBeforeStop:          {"MaxEvictions": 1},
+	MutantDeploymentFlapsReplicas:            {"Replicas": 2, "Capacity": 2, "MaxUnavailable": 1},
+	MutantStatusWriteKeepsRevision:           {"TrackRevisions": 1},
+	MutantInformerDeliversNewestFirst:        {"MaxLag": 2},
+	MutantSchedulerIgnoresNodeSelector:       {"LabeledNodes": 1, "SelectorDeployments": 1},
+	MutantSchedulerBindsToDeletedNode:        {"JoiningNodes": 1},
+	MutantPodGCIgnoresDeletedNodes:           {"MaxNodeDeletes": 1},
+	MutantDeploymentIgnoresReadyCondition:    {"ReadinessProbes": 1},
+	MutantDeploymentObservesStaleGeneration:  {"DeploymentLag": 1, "MaxScales": 1, "Replicas": 2, "Capacity": 2, "PodsPerRS": 3},
+	MutantKubeletKeepsReadyOnExit:            {"RestartPolicy": RestartNever, "MaxCompletions": 1},
+	MutantKubeletCompletesAlwaysPods:         {"MaxCompletions": 1},
+}
+
+// MutantConfig returns the small configuration in which the mutant's bug
+// shows, named "mutant-NAME": Small with the constants of mutantConfigs
+// changed. `kubeproof model check --mutant NAME` checks it when no --config
+// is given, and the checker tests check every mutant in it.
+func MutantConfig(name string) (Config, error) {
+	if _, ok := mutantByName[name]; !ok {
+		return Config{}, fmt.Errorf("configuration of mutant %q: no such mutant (see kubeproof model list)", name)
+	}
+	set, ok := mutantConfigs[name]
+	if !ok {
+		return Config{}, fmt.Errorf("configuration of mutant %s: none in model.mutantConfigs", name)
+	}
+	cfg, err := LoadConfig("Small")
+	if err != nil {
+		return Config{}, fmt.Errorf("configuration of mutant %s: %w", name, err)
+	}
+	fields := cfg.constantFields()
+	for k, v := range set {
+		f, ok := fields[k]
+		if !ok {
+			return Config{}, fmt.Errorf("configuration of mutant %s: no constant %s", name, k)
+		}
+		*f = v
+	}
+	cfg.Name = "mutant-" + name
+	return cfg, cfg.Validate()
 }
 
 var mutantByName = func() map[string]MutantInfo {

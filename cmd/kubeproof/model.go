@@ -40,7 +40,8 @@ func newModelCheckCommand() *cobra.Command {
 		Long: `Explore every reachable state of each bounded configuration (spec/*.cfg) and check
 the invariants and properties the configuration lists: safety on every state and step,
 liveness under weak fairness. Without --config the standard configurations run
-(` + strings.Join(model.StandardConfigs, ", ") + `). A violation prints the shortest trace, action by
+(` + strings.Join(model.StandardConfigs, ", ") + `), or with --mutant NAME that mutant's own small
+configuration (mutant-NAME), where its bug shows. A violation prints the shortest trace, action by
 action, with the variables each step changed, and makes the command fail.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -57,35 +58,20 @@ action, with the variables each step changed, and makes the command fail.`,
 				}
 				symmetry = false
 			}
-			names := configs
-			if len(names) == 0 {
-				names = model.StandardConfigs
-			}
-			if len(names) == 1 && names[0] == "all" {
-				names = model.ConfigNames()
+			cfgs, err := loadModelConfigs(configs, mutant)
+			if err != nil {
+				return err
 			}
 			out := cmd.OutOrStdout()
 			var progress io.Writer = cmd.ErrOrStderr()
 			if quiet {
 				progress = nil
 			}
-			// Every configuration is loaded before any is checked, so a
-			// misspelt name is refused before minutes of checking.
-			cfgs := make([]model.Config, len(names))
-			var loadErrs []error
-			for i, name := range names {
-				var err error
-				if cfgs[i], err = model.LoadConfig(name); err != nil {
-					loadErrs = append(loadErrs, err)
-				}
-			}
-			if err := errors.Join(loadErrs...); err != nil {
-				return err
-			}
 			var results []checker.Result
 			var failed []string
-			for i, name := range names {
-				m, err := model.New(cfgs[i], mutant)
+			for _, cfg := range cfgs {
+				name := cfg.Name
+				m, err := model.New(cfg, mutant)
 				if err != nil {
 					return err
 				}
@@ -115,7 +101,7 @@ action, with the variables each step changed, and makes the command fail.`,
 			return nil
 		},
 	}
-	cmd.Flags().StringSliceVar(&configs, "config", nil, "configuration(s) from spec/*.cfg to check, or \"all\" (default: the standard ones)")
+	cmd.Flags().StringSliceVar(&configs, "config", nil, "configuration(s) from spec/*.cfg to check, or \"all\" (default: the standard ones; with --mutant, the mutant's own)")
 	cmd.Flags().BoolVar(&symmetry, "symmetry", true, "reduce by node, pod-slot and IP symmetry and order-preserving revision renaming (false: the distinct-state count TLC reports; always false with --mutant)")
 	cmd.Flags().IntVar(&workers, "workers", 0, "parallel workers (0: GOMAXPROCS)")
 	cmd.Flags().StringVar(&mutant, "mutant", "", "run the deliberately broken variant `NAME` of the model instead of the correct one, without symmetry reduction (see kubeproof model list)")
@@ -123,6 +109,36 @@ action, with the variables each step changed, and makes the command fail.`,
 	cmd.Flags().BoolVar(&quiet, "quiet", false, "no progress lines")
 	cmd.Flags().DurationVar(&interval, "progress-interval", 5*time.Second, "time between progress lines")
 	return cmd
+}
+
+// loadModelConfigs returns the configurations model check runs: those
+// --config names ("all": every one in spec/), or without --config the
+// standard ones, or with --mutant that mutant's own small configuration
+// (unreduced, as mutants run, the standard ones take minutes and
+// gigabytes). Every configuration is loaded before any is checked, so a
+// misspelt name is refused before minutes of checking.
+func loadModelConfigs(names []string, mutant string) ([]model.Config, error) {
+	switch {
+	case len(names) == 0 && mutant != "":
+		cfg, err := model.MutantConfig(mutant)
+		if err != nil {
+			return nil, err
+		}
+		return []model.Config{cfg}, nil
+	case len(names) == 0:
+		names = model.StandardConfigs
+	case len(names) == 1 && names[0] == "all":
+		names = model.ConfigNames()
+	}
+	cfgs := make([]model.Config, len(names))
+	var errs []error
+	for i, name := range names {
+		var err error
+		if cfgs[i], err = model.LoadConfig(name); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return cfgs, errors.Join(errs...)
 }
 
 // checkModelFlags refuses the numbers model check has no meaning for

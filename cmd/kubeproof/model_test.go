@@ -115,6 +115,25 @@ func TestModelCheckMutantNotCaughtWarns(t *testing.T) {
 	}
 }
 
+// TestModelCheckMutantOwnConfig: --mutant without --config checks the
+// mutant's own small configuration (model.MutantConfig), where its bug
+// shows. Before, it checked the standard configurations without symmetry
+// reduction: minutes and gigabytes (--max-states keeps that failure short).
+func TestModelCheckMutantOwnConfig(t *testing.T) {
+	out, err := runModel(t, "check", "--quiet", "--max-states", "200000", "--mutant", "KubeletFailsPodBeforeStop")
+	if err == nil || !strings.Contains(err.Error(), "properties violated") {
+		t.Fatalf("err %v, want the mutant's violation\n%s", err, out)
+	}
+	for _, want := range []string{"checking mutant-KubeletFailsPodBeforeStop", "KUBELET-8 violated"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("no %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "checking RollingUpdate") {
+		t.Errorf("standard configurations checked:\n%s", out)
+	}
+}
+
 // TestModelCheckUnknownConfig: a configuration name spec/ lacks is refused
 // before anything is checked, with the names there are (as model list
 // prints them). Before, the error was only "open Nope.cfg: file does not

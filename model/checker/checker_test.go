@@ -129,45 +129,6 @@ func TestSpecificationHoldsOnSmallConfigurations(t *testing.T) {
 	}
 }
 
-// mutantConfig is the small configuration in which each mutant's bug can
-// show.
-var mutantConfig = map[string]map[string]int{
-	model.MutantWatchSkipsDeleteEvents:             {},
-	model.MutantCreateOverwritesExistingKey:        {"Replicas": 2, "Capacity": 2},
-	model.MutantStoreAcceptsStaleBinding:           {"MaxWatchDrops": 1},
-	model.MutantRelistServedFromStaleCache:         {"MaxWatchDrops": 1},
-	model.MutantReplicaSetIgnoresExpectations:      {"MaxWatchDrops": 1},
-	model.MutantReplicaSetAdoptsOtherTemplates:     {},
-	model.MutantDeploymentIgnoresMaxSurge:          {"Replicas": 2, "Capacity": 2, "PodsPerRS": 3},
-	model.MutantDeploymentCountsUnreadyAsAvailable: {},
-	model.MutantGCDeletesPodsOfLiveOwner:           {"MaxDeletes": 1},
-	model.MutantGCIgnoresBlockOwnerDeletion:        {"MaxDeletes": 1},
-	model.MutantBindingOverwritesBinding:           {"MaxNodeFailures": 1},
-	model.MutantSchedulerIgnoresCapacity:           {"Replicas": 2},
-	model.MutantSchedulerIgnoresAssumedPods:        {"Replicas": 2, "MaxWatchDrops": 1},
-	model.MutantSchedulerIgnoresTaints:             {"MaxNodeFailures": 1},
-	model.MutantKubeletRunsPodBoundElsewhere:       {},
-	model.MutantKubeletForgetsSandboxesOnRestart:   {"MaxCrashes": 1, "Capacity": 2},
-	model.MutantKubeletReusesIP:                    {"Replicas": 2, "Capacity": 2},
-	model.MutantKubeletLeaksIPOnStop:               {},
-	model.MutantKubeletRestartsFailedPod:           {"MaxEvictions": 1},
-	model.MutantDeploymentNeverRemovesOldReplicas:  {},
-	model.MutantGCNeverDeletesOrphans:              {"MaxDeletes": 1},
-	model.MutantKubeletNeverFinalizesDeletion:      {"MaxDeletes": 1},
-	model.MutantKubeletNeverStopsDeletedPods:       {},
-	model.MutantKubeletFailsPodBeforeStop:          {"MaxEvictions": 1},
-	model.MutantDeploymentFlapsReplicas:            {"Replicas": 2, "Capacity": 2, "MaxUnavailable": 1},
-	model.MutantStatusWriteKeepsRevision:           {"TrackRevisions": 1},
-	model.MutantInformerDeliversNewestFirst:        {"MaxLag": 2},
-	model.MutantSchedulerIgnoresNodeSelector:       {"LabeledNodes": 1, "SelectorDeployments": 1},
-	model.MutantSchedulerBindsToDeletedNode:        {"JoiningNodes": 1},
-	model.MutantPodGCIgnoresDeletedNodes:           {"MaxNodeDeletes": 1},
-	model.MutantDeploymentIgnoresReadyCondition:    {"ReadinessProbes": 1},
-	model.MutantDeploymentObservesStaleGeneration:  {"DeploymentLag": 1, "MaxScales": 1, "Replicas": 2, "Capacity": 2, "PodsPerRS": 3},
-	model.MutantKubeletKeepsReadyOnExit:            {"RestartPolicy": model.RestartNever, "MaxCompletions": 1},
-	model.MutantKubeletCompletesAlwaysPods:         {"MaxCompletions": 1},
-}
-
 // Caches that lag at any time (MaxLag, no dropped watch): the mechanisms
 // that compensate for stale views must still be there.
 var lagMutantConfig = map[string]map[string]int{
@@ -211,14 +172,13 @@ func TestMutantsAreCaughtWithLaggingCaches(t *testing.T) {
 func TestEveryMutantIsCaughtWithATrace(t *testing.T) {
 	covered := map[string]bool{}
 	for _, mi := range model.Mutants {
-		set, ok := mutantConfig[mi.Name]
-		if !ok {
-			t.Errorf("mutant %s has no test configuration", mi.Name)
+		cfg, err := model.MutantConfig(mi.Name)
+		if err != nil {
+			t.Errorf("mutant %s: %v", mi.Name, err)
 			continue
 		}
 		covered[mi.Breaks] = true
 		t.Run(mi.Name, func(t *testing.T) {
-			cfg := small(t, set)
 			m, err := model.New(cfg, mi.Name)
 			if err != nil {
 				t.Fatal(err)
