@@ -278,7 +278,8 @@ func TestCheckLinearizabilityContext(t *testing.T) {
 		err := cmd.Execute()
 		return out.String(), err
 	}
-	t.Setenv("HOME", t.TempDir()) // no ~/.kube/config to fall back to
+	home := t.TempDir()
+	t.Setenv("HOME", home) // no ~/.kube/config to fall back to, until the last run
 	t.Setenv("KUBERNETES_SERVICE_HOST", "")
 
 	if out, err := run("--kubeconfig", twoContexts, "--context", good.CurrentContext); err != nil || !strings.Contains(out, "result=PASS") {
@@ -298,6 +299,23 @@ func TestCheckLinearizabilityContext(t *testing.T) {
 	t.Setenv("KUBECONFIG", "")
 	if _, err := run(); err == nil || !strings.Contains(err.Error(), "no kubeconfig found") {
 		t.Errorf("no kubeconfig at all: error %v, want no kubeconfig found", err)
+	}
+	// ~/.kube/config of the home of now: client-go's default path is the
+	// home the process started with, so before, this run did not find it
+	// (and a test with $HOME set aside still reached the kubeconfig of the
+	// user running it).
+	if err := os.MkdirAll(filepath.Join(home, ".kube"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	kc, err := os.ReadFile(c.AdminKubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(home, ".kube", "config"), kc, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := run(); err != nil || !strings.Contains(out, "result=PASS") {
+		t.Errorf("~/.kube/config alone: %v\n%s", err, out)
 	}
 }
 
