@@ -168,6 +168,10 @@ func recorderWatchers(n int) int {
 // deleteConfigMaps removes the run's ConfigMaps from its namespace (best
 // effort, with its own deadline as deleteNamespace).
 func deleteConfigMaps(cfg *rest.Config, namespace string, names []string) {
+	// No client-side rate limit (client-go's default is 5/s): with it
+	// a run with many keys used up the deadline and left ConfigMaps.
+	cfg = rest.CopyConfig(cfg)
+	cfg.QPS, cfg.Burst, cfg.RateLimiter = -1, 0, nil
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return

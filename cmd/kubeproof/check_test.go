@@ -112,6 +112,34 @@ func TestCheckLinearizabilityCleansGivenNamespace(t *testing.T) {
 	}
 }
 
+// TestCheckLinearizabilityCleansManyKeys: the cleanup deletes every key's
+// ConfigMap within its 10 s deadline. Before, the deletes went through
+// client-go's default client-side limiter (5/s, burst 10), so with --keys
+// 80 about 60 were deleted and the rest left in the given namespace.
+func TestCheckLinearizabilityCleansManyKeys(t *testing.T) {
+	c, cs := clustertest.Start(t, clustertest.Options{})
+	cmd := newCheckCommand()
+	var out bytes.Buffer
+	cmd.SetOut(&out)
+	cmd.SetArgs([]string{"linearizability", "--kubeconfig", c.AdminKubeconfig, "--duration", "1s", "--clients", "4", "--keys", "80", "--namespace", "default", "--report", t.TempDir()})
+	if err := cmd.Execute(); err != nil {
+		t.Fatalf("check linearizability: %v\n%s", err, out.String())
+	}
+	list, err := cs.CoreV1().ConfigMaps("default").List(t.Context(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	left := 0
+	for _, cm := range list.Items {
+		if strings.HasPrefix(cm.Name, "lin-") {
+			left++
+		}
+	}
+	if left > 0 {
+		t.Errorf("%d ConfigMaps lin-* left in the given namespace", left)
+	}
+}
+
 // TestCheckLinearizabilityNamespacedUser: a CI job's credentials are often
 // allowed ConfigMaps in one namespace and nothing at the cluster scope. With
 // --namespace naming that namespace the check runs; before, it stopped at
