@@ -7,6 +7,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -131,10 +132,49 @@ func (c *Controller) markReachable(ctx context.Context, name string) {
 	}
 }
 
+// TaintingStep is what the tainting pass does with a node it took from
+// its zone's queue (DecideTainting).
+type TaintingStep int
+
+const (
+	// TaintingApply: the node is not Ready; give it its NoExecute taint.
+	TaintingApply TaintingStep = iota
+	// TaintingDrop: the node is gone or Ready again; it leaves the queue.
+	TaintingDrop
+	// TaintingRetry: the node could not be read, or has no Ready
+	// condition; it goes back to the end of its zone's queue.
+	TaintingRetry
+)
+
+// DecideTainting is the tainting pass's decision for a queued node read
+// as node (getErr the read's error), as upstream 1.37's
+// doNoExecuteTaintingPass: a node Ready False or Unknown is tainted; a
+// read failing other than not found, or a node with no Ready condition,
+// is tried again (upstream after 50 ms, its queue ordered by that time
+// putting the node behind those queued before; ours at the back of the
+// zone's queue, so on a later pass, EvictionPeriod apart); a node not
+// found, or Ready True, is dropped.
+func DecideTainting(node *corev1.Node, getErr error) TaintingStep {
+	switch {
+	case apierrors.IsNotFound(getErr):
+		return TaintingDrop
+	case getErr != nil || node == nil:
+		return TaintingRetry
+	}
+	ready := readyCondition(node.Status.Conditions)
+	switch {
+	case ready == nil:
+		return TaintingRetry
+	case ready.Status == corev1.ConditionFalse || ready.Status == corev1.ConditionUnknown:
+		return TaintingApply
+	}
+	return TaintingDrop // Ready True (or a status that is none of the three)
+}
+
 // TaintingPass adds the NoExecute taints to queued nodes, as many per zone
 // as the zone's token bucket admits now (upstream's
-// doNoExecuteTaintingPass, every EvictionPeriod). A node that is Ready
-// again by then is dropped; a failed write puts it back at the front.
+// doNoExecuteTaintingPass, every EvictionPeriod), each as DecideTainting
+// says. A failed write puts the node back at the front.
 func (c *Controller) TaintingPass(ctx context.Context) {
 	now := c.clock.Now()
 	type item struct{ zone, node string }
@@ -154,15 +194,20 @@ func (c *Controller) TaintingPass(ctx context.Context) {
 	c.mu.Unlock()
 	for _, w := range work {
 		node, err := c.client.CoreV1().Nodes().Get(ctx, w.node, metav1.GetOptions{})
-		if err != nil {
-			c.dequeueTainting(w.node) // gone; a later monitor pass re-queues it if need be
+		switch DecideTainting(node, err) {
+		case TaintingDrop:
+			c.dequeueTainting(w.node) // a later monitor pass re-queues it if need be
+			continue
+		case TaintingRetry:
+			slog.Debug("node lifecycle: queued node not read or without a Ready condition; retried next pass", "node", w.node, "err", err)
+			c.mu.Lock()
+			if z, ok := c.queued[w.node]; ok && z == w.zone && !slices.Contains(c.pending[w.zone], w.node) {
+				c.pending[w.zone] = append(c.pending[w.zone], w.node)
+			}
+			c.mu.Unlock()
 			continue
 		}
 		ready := conditionStatus(node.Status.Conditions, corev1.NodeReady)
-		if ready == corev1.ConditionTrue || ready == "" {
-			c.dequeueTainting(w.node)
-			continue
-		}
 		taints, changed := desiredTaints(node.Spec.Taints, node.Status.Conditions, ready, node.Spec.Unschedulable, now)
 		if !changed {
 			continue
