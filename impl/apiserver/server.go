@@ -84,6 +84,7 @@ import (
 	"github.com/kubeproof/kubeproof/impl/apiserver/metrics"
 	"github.com/kubeproof/kubeproof/impl/apiserver/resource"
 	"github.com/kubeproof/kubeproof/impl/kubelet/server/apiproxy"
+	"github.com/kubeproof/kubeproof/impl/kubeversion"
 	"github.com/kubeproof/kubeproof/impl/storage"
 	"github.com/kubeproof/kubeproof/impl/storage/cacher"
 	"github.com/kubeproof/kubeproof/impl/storage/convert"
@@ -279,7 +280,7 @@ type ServiceAccountConfig struct {
 }
 
 // DefaultGitVersion is the Kubernetes version kubeproof reports.
-const DefaultGitVersion = "v1.37.2-kubeproof"
+const DefaultGitVersion = kubeversion.Default
 
 // SystemNamespaces are created at start when missing.
 var SystemNamespaces = []string{"default", "kube-system", "kube-public", "kube-node-lease"}
@@ -430,7 +431,7 @@ func New(cfg Config) (*Server, error) {
 		Codecs: codecs, Admission: chain, MaxBodyBytes: cfg.MaxRequestBodyBytes,
 		MinRequestTimeout: cfg.MinRequestTimeout, WatchStarted: m.WatchStarted,
 		StoragePathPrefix: cfg.EtcdPrefix,
-		ServedVersion:     majorMinor(cfg.GitVersion),
+		ServedVersion:     kubeversion.MajorMinor(cfg.GitVersion),
 	}
 	opts.ConvertFrom = s.convertFrom
 	prefixes := storagePrefixes(cfg.Resources)

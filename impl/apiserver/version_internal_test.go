@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/kubeproof/kubeproof/impl/apiserver/componentstatus"
+	"github.com/kubeproof/kubeproof/impl/kubeversion"
 )
 
 // TestVersionInfo: /version reports the binary's major and minor and, as
@@ -32,8 +33,8 @@ func TestVersionInfo(t *testing.T) {
 		if have != want || got.GitVersion != tc.gitVersion {
 			t.Errorf("VersionInfo(%q) = %q (gitVersion %q), want %q", tc.gitVersion, have, got.GitVersion, want)
 		}
-		if mm := majorMinor(tc.gitVersion); tc.major == "" && mm != ([2]int{}) {
-			t.Errorf("majorMinor(%q) = %v, want none", tc.gitVersion, mm)
+		if mm := kubeversion.MajorMinor(tc.gitVersion); tc.major == "" && mm != ([2]int{}) {
+			t.Errorf("kubeversion.MajorMinor(%q) = %v, want none", tc.gitVersion, mm)
 		}
 		if ua := componentstatus.UserAgent(got); ua != tc.probe {
 			t.Errorf("probe user agent of %q: %q, want %q", tc.gitVersion, ua, tc.probe)

@@ -19,6 +19,7 @@ import (
 	"github.com/kubeproof/kubeproof/impl/kubelet/podsync"
 	"github.com/kubeproof/kubeproof/impl/kubelet/pullrecords"
 	"github.com/kubeproof/kubeproof/impl/kubelet/runtime/credentials"
+	"github.com/kubeproof/kubeproof/impl/kubeversion"
 )
 
 // Config configures one kubelet. Zero fields take upstream's defaults.
@@ -322,7 +323,7 @@ const (
 	DefaultRelistPeriod              = time.Second
 	DefaultMaxPods                   = 110
 	DefaultWorkers                   = 4
-	DefaultKubeletVersion            = "v1.37.2-kubeproof"
+	DefaultKubeletVersion            = kubeversion.Default
 	// KubeletPort is reported in status.daemonEndpoints.
 	KubeletPort = 10250
 )

@@ -12,12 +12,15 @@ import (
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
+
+	"github.com/kubeproof/kubeproof/impl/kubeversion"
 )
 
 // userAgentVersion is the Kubernetes major.minor version in the
-// kubelet's HTTP user agents ("kube-probe/1.37", "kube-lifecycle/1.37"), upstream's
-// version.Get() of the kubelet binary.
-const userAgentVersion = "1.37"
+// kubelet's probe and hook user agents ("kube-probe/1.37",
+// "kube-lifecycle/1.37"), upstream's version.Get() of the kubelet binary:
+// kubeproof's version (kubeversion.Default).
+var userAgentVersion = kubeversion.UserAgentVersion(kubeversion.Default)
 
 // newHTTPGetRequest is an httpGet action's request as upstream's kubelet
 // builds it (NewRequestForHTTPGetAction): scheme lower-cased, http by
