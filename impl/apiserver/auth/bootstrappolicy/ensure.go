@@ -16,6 +16,7 @@ import (
 	rbacv1client "k8s.io/client-go/kubernetes/typed/rbac/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/retry"
+	"k8s.io/component-helpers/auth/rbac/validation"
 )
 
 // Client reads and writes the policy's objects, answering the API's
@@ -35,10 +36,11 @@ type Client interface {
 }
 
 // Ensure writes the default policy through c: every missing object is
-// created; an existing one gets the rules, subjects, aggregation
-// selectors, labels and annotations it lacks (nothing is removed but an
-// aggregation rule the default role does not have, and an object with
-// autoupdate "false" is left as the administrator made it); a binding
+// created; an existing one gets the default rules its own do not cover
+// (addRules) and the subjects, aggregation selectors, labels and
+// annotations it lacks (nothing is removed but an aggregation rule the
+// default role does not have, and an object with autoupdate "false" is
+// left as the administrator made it); a binding
 // whose roleRef is not the default's (the API does not let a roleRef
 // change) is deleted and created anew as the default, as kube-apiserver's
 // reconciliation recreates it. An object another writer creates, changes
@@ -379,25 +381,17 @@ func (c apiClient) Update(ctx context.Context, gr schema.GroupResource, obj runt
 	return err
 }
 
-// addRules appends the rules of want that have no equal in cur.
+// addRules appends to cur what of want cur does not cover (as
+// kube-apiserver's reconciliation, by k8s.io/component-helpers'
+// validation.Covers: each rule of want broken down to one verb, group,
+// resource and resource name, or one verb and URL, and the pieces no rule
+// of cur allows added in that form), and reports whether it added any.
 func addRules(cur, want []rbacv1.PolicyRule) ([]rbacv1.PolicyRule, bool) {
-	changed := false
-	for _, w := range want {
-		found := false
-		for i := range cur {
-			if equalStrings(cur[i].Verbs, w.Verbs) && equalStrings(cur[i].APIGroups, w.APIGroups) &&
-				equalStrings(cur[i].Resources, w.Resources) && equalStrings(cur[i].ResourceNames, w.ResourceNames) &&
-				equalStrings(cur[i].NonResourceURLs, w.NonResourceURLs) {
-				found = true
-				break
-			}
-		}
-		if !found {
-			cur = append(cur, w)
-			changed = true
-		}
+	covered, missing := validation.Covers(cur, want)
+	if covered {
+		return cur, false
 	}
-	return cur, changed
+	return append(cur, missing...), true
 }
 
 func addSubjects(cur, want []rbacv1.Subject) ([]rbacv1.Subject, bool) {
@@ -434,16 +428,4 @@ func hasSelector(sels []metav1.LabelSelector, s metav1.LabelSelector) bool {
 		}
 	}
 	return false
-}
-
-func equalStrings(a, b []string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
