@@ -180,11 +180,23 @@ func items() []item {
 	return out
 }
 
+// maxAttempts is how many times ensureItem decides an object that is
+// created or deleted by another writer meanwhile, as kube-apiserver's
+// reconciliation gives up after three.
+const maxAttempts = 3
+
 // ensureItem reads the object, creates it when missing, and otherwise
-// reconciles it (reconcile); a create or an update lost to another
-// writer's is decided again on what they wrote.
+// reconciles it (reconcile). A create that finds the object created
+// meanwhile, or an update that finds it deleted, is decided again on
+// what is stored, up to maxAttempts times in all; a Conflict (a write
+// lost to another's, or a binding's UID-conditioned delete) is returned
+// for Ensure to try the object again, as kube-apiserver's hook does.
 func ensureItem(ctx context.Context, c Client, it item) error {
-	for {
+	var last error
+	for attempt := 0; ; attempt++ {
+		if attempt == maxAttempts {
+			return fmt.Errorf("bootstrap policy: %s %s: exceeded maximum attempts: %w", it.gr.Resource, it.name, last)
+		}
 		cur, err := c.Get(ctx, it.gr, it.namespace, it.name)
 		if apierrors.IsNotFound(err) {
 			err = c.Create(ctx, it.gr, it.want.DeepCopyObject())
@@ -192,6 +204,7 @@ func ensureItem(ctx context.Context, c Client, it item) error {
 				return nil
 			}
 			if apierrors.IsAlreadyExists(err) && ctx.Err() == nil {
+				last = err
 				continue
 			}
 			return fmt.Errorf("bootstrap policy: creating %s %s: %w", it.gr.Resource, it.name, err)
@@ -201,9 +214,6 @@ func ensureItem(ctx context.Context, c Client, it item) error {
 		}
 		if uid, ok := recreate(it, cur); ok {
 			err = c.Delete(ctx, it.gr, it.namespace, it.name, uid)
-			if apierrors.IsConflict(err) && ctx.Err() == nil {
-				continue // another object under the name now
-			}
 			if err != nil && !apierrors.IsNotFound(err) {
 				return fmt.Errorf("bootstrap policy: deleting %s %s to recreate it with the default roleRef: %w", it.gr.Resource, it.name, err)
 			}
@@ -212,6 +222,7 @@ func ensureItem(ctx context.Context, c Client, it item) error {
 				return nil
 			}
 			if apierrors.IsAlreadyExists(err) && ctx.Err() == nil {
+				last = err
 				continue
 			}
 			return fmt.Errorf("bootstrap policy: creating %s %s: %w", it.gr.Resource, it.name, err)
@@ -224,7 +235,8 @@ func ensureItem(ctx context.Context, c Client, it item) error {
 		if err == nil {
 			return nil
 		}
-		if (apierrors.IsConflict(err) || apierrors.IsNotFound(err)) && ctx.Err() == nil {
+		if apierrors.IsNotFound(err) && ctx.Err() == nil {
+			last = err
 			continue
 		}
 		return fmt.Errorf("bootstrap policy: reconciling %s %s: %w", it.gr.Resource, it.name, err)
