@@ -77,8 +77,12 @@ func nodeConditions(ready bool, runtimeErr string, p Pressure) []v1.NodeConditio
 // plugin's NetworkUnavailable) and the volumes the attach/detach controller
 // reports attached are kept from the previous status, as upstream's status
 // setters, which change the Node as read in place: each of the kubelet's
-// four conditions replaces its namesake where it stands, and those the
-// previous status lacks are appended in the kubelet's order. Likewise the
+// four conditions takes the place of its namesake (ownedConditionIndex),
+// and those the previous status lacks are appended in the kubelet's order.
+// A pressure condition whose status holds keeps its reason, message and
+// transition time as read, only its heartbeat renewed; Ready is rewritten
+// whole, keeping its transition time while its status holds. No setter
+// touches the deprecated phase: it is kept as read. Likewise the
 // resources another writer advertised in the previous capacity (an
 // extended resource patched into nodes/NAME/status) stay in the capacity
 // and the allocatable (nodeResources).
@@ -88,28 +92,34 @@ func NodeStatus(cfg *Config, old *v1.NodeStatus, p Pressure, runtimeVersion stri
 		errText = runtimeErr.Error()
 	}
 	own := nodeConditions(runtimeErr == nil, errText, p)
+	var oldConds []v1.NodeCondition
+	var phase v1.NodePhase
+	var attached []v1.AttachedVolume
+	if old != nil {
+		oldConds = old.Conditions
+		phase = old.Phase
+		attached = slices.Clone(old.VolumesAttached)
+	}
 	t := metav1.NewTime(now)
+	at := make([]int, len(own))
 	for i := range own {
 		own[i].LastHeartbeatTime = t
 		own[i].LastTransitionTime = t
-		if old != nil {
-			for _, o := range old.Conditions {
-				if o.Type == own[i].Type {
-					if o.Status == own[i].Status {
-						own[i].LastTransitionTime = o.LastTransitionTime
-					}
-					break
-				}
-			}
+		at[i] = ownedConditionIndex(oldConds, own[i].Type)
+		if at[i] < 0 || oldConds[at[i]].Status != own[i].Status {
+			continue
 		}
+		if own[i].Type == v1.NodeReady {
+			own[i].LastTransitionTime = oldConds[at[i]].LastTransitionTime
+			continue
+		}
+		// A pressure condition that holds is left as read but for its
+		// heartbeat, whoever wrote its reason and message.
+		own[i] = oldConds[at[i]]
+		own[i].LastHeartbeatTime = t
 	}
-	conds := own
-	var attached []v1.AttachedVolume
+	conds := mergeNodeConditions(oldConds, own, at)
 	capacity, allocatable := cfg.nodeResources(old)
-	if old != nil {
-		conds = mergeNodeConditions(old.Conditions, own)
-		attached = slices.Clone(old.VolumesAttached)
-	}
 	var swap *v1.NodeSwapStatus
 	if c := cfg.SwapCapacity.Value(); c > 0 {
 		// As upstream's MachineInfo setter: the machine's swap capacity,
@@ -119,7 +129,7 @@ func NodeStatus(cfg *Config, old *v1.NodeStatus, p Pressure, runtimeVersion stri
 	return v1.NodeStatus{
 		Capacity:        capacity,
 		Allocatable:     allocatable,
-		Phase:           "",
+		Phase:           phase,
 		Conditions:      conds,
 		VolumesAttached: attached,
 		Addresses: []v1.NodeAddress{
@@ -167,23 +177,35 @@ func (c *Config) nodeResources(old *v1.NodeStatus) (capacity, allocatable v1.Res
 	return capacity, allocatable
 }
 
-// mergeNodeConditions is old with each condition of own in place of its
-// first namesake, and the conditions of own that old lacks appended in
-// own's order.
-func mergeNodeConditions(old, own []v1.NodeCondition) []v1.NodeCondition {
-	out := make([]v1.NodeCondition, 0, len(old)+len(own))
-	placed := make([]bool, len(own))
-	for _, o := range old {
-		i := slices.IndexFunc(own, func(c v1.NodeCondition) bool { return c.Type == o.Type })
-		if i < 0 || placed[i] {
-			out = append(out, o)
-			continue
+// ownedConditionIndex is the index in conds of the condition of type t the
+// kubelet updates, -1 if none: the first Ready condition, as upstream's
+// ReadyCondition setter, and the last of a pressure type, as its
+// MemoryPressureCondition, DiskPressureCondition and PIDPressureCondition.
+func ownedConditionIndex(conds []v1.NodeCondition, t v1.NodeConditionType) int {
+	is := func(c v1.NodeCondition) bool { return c.Type == t }
+	if t == v1.NodeReady {
+		return slices.IndexFunc(conds, is)
+	}
+	for i := len(conds) - 1; i >= 0; i-- {
+		if is(conds[i]) {
+			return i
 		}
-		out = append(out, own[i])
-		placed[i] = true
+	}
+	return -1
+}
+
+// mergeNodeConditions is old with each condition own[i] in place of
+// old[at[i]], and those whose at[i] is negative appended in own's order.
+func mergeNodeConditions(old, own []v1.NodeCondition, at []int) []v1.NodeCondition {
+	out := make([]v1.NodeCondition, len(old), len(old)+len(own))
+	copy(out, old)
+	for i, c := range own {
+		if at[i] >= 0 {
+			out[at[i]] = c
+		}
 	}
 	for i, c := range own {
-		if !placed[i] {
+		if at[i] < 0 {
 			out = append(out, c)
 		}
 	}

@@ -313,3 +313,79 @@ func TestNodeStatusKeepsOtherWritersFields(t *testing.T) {
 		t.Errorf("node after the kubelet's post: conditions %+v, volumes attached %+v", n.Status.Conditions, n.Status.VolumesAttached)
 	}
 }
+
+// A pressure condition whose status holds keeps what the node as read has
+// in it but its heartbeat, as upstream's MemoryPressureCondition,
+// DiskPressureCondition and PIDPressureCondition setters, which update the
+// last condition of their type in place and write their own reason and
+// message only on a transition (or to a condition they add). The Ready
+// setter replaces the first Ready condition whole. The deprecated phase,
+// which no setter touches, is kept as read. Failed before: a holding
+// pressure condition got the kubelet's reason and message, the first
+// namesake was updated, and the phase was cleared (its patch sent
+// "phase": null).
+func TestNodeStatusPressureConditionsAsUpstreams(t *testing.T) {
+	t1 := metav1.NewTime(t0.Add(-time.Hour))
+	old := &v1.NodeStatus{
+		Phase: v1.NodeRunning,
+		Conditions: []v1.NodeCondition{
+			{Type: v1.NodeMemoryPressure, Status: v1.ConditionFalse, Reason: "Custom", Message: "written by another", LastHeartbeatTime: t1, LastTransitionTime: t1},
+			{Type: v1.NodeDiskPressure, Status: v1.ConditionUnknown, Reason: "NodeStatusUnknown", Message: "Kubelet stopped posting node status.", LastHeartbeatTime: t1, LastTransitionTime: t1},
+			{Type: v1.NodePIDPressure, Status: v1.ConditionTrue, Reason: "First", LastHeartbeatTime: t1, LastTransitionTime: t1},
+			{Type: v1.NodeReady, Status: v1.ConditionTrue, Reason: "FirstReady", Message: "m", LastHeartbeatTime: t1, LastTransitionTime: t1},
+			{Type: v1.NodePIDPressure, Status: v1.ConditionFalse, Reason: "Second", Message: "kept", LastHeartbeatTime: t1, LastTransitionTime: t1},
+			{Type: v1.NodeReady, Status: v1.ConditionFalse, Reason: "SecondReady", LastHeartbeatTime: t1, LastTransitionTime: t1},
+		},
+	}
+	cfg := Config{NodeName: "n1", NodeIP: "192.168.0.1"}
+	st := NodeStatus(&cfg, old, Pressure{}, "sim://1", nil, t0)
+	now := metav1.NewTime(t0)
+	want := []v1.NodeCondition{
+		{Type: v1.NodeMemoryPressure, Status: v1.ConditionFalse, Reason: "Custom", Message: "written by another", LastHeartbeatTime: now, LastTransitionTime: t1},
+		{Type: v1.NodeDiskPressure, Status: v1.ConditionFalse, Reason: "KubeletHasNoDiskPressure", Message: "kubelet has no disk pressure", LastHeartbeatTime: now, LastTransitionTime: now},
+		old.Conditions[2],
+		{Type: v1.NodeReady, Status: v1.ConditionTrue, Reason: "KubeletReady", Message: "kubelet is posting ready status", LastHeartbeatTime: now, LastTransitionTime: t1},
+		{Type: v1.NodePIDPressure, Status: v1.ConditionFalse, Reason: "Second", Message: "kept", LastHeartbeatTime: now, LastTransitionTime: t1},
+		old.Conditions[5],
+	}
+	for i := range max(len(st.Conditions), len(want)) {
+		var g, w v1.NodeCondition
+		if i < len(st.Conditions) {
+			g = st.Conditions[i]
+		}
+		if i < len(want) {
+			w = want[i]
+		}
+		if !reflect.DeepEqual(g, w) {
+			t.Errorf("condition %d: %+v, want %+v", i, g, w)
+		}
+	}
+	if st.Phase != v1.NodeRunning {
+		t.Errorf("phase %q, want %q as read", st.Phase, v1.NodeRunning)
+	}
+
+	// A transition writes the kubelet's reason and message to the last
+	// namesake.
+	st = NodeStatus(&cfg, old, Pressure{Memory: true, PID: true}, "sim://1", nil, t0)
+	if c := st.Conditions[0]; c.Status != v1.ConditionTrue || c.Reason != "KubeletHasInsufficientMemory" || c.Message != "kubelet has insufficient memory available" || !c.LastTransitionTime.Equal(&now) {
+		t.Errorf("memory pressure after a transition: %+v", c)
+	}
+	if c := st.Conditions[4]; c.Status != v1.ConditionTrue || c.Reason != "KubeletHasInsufficientPID" || c.Message != "kubelet has insufficient PID available" || !c.LastTransitionTime.Equal(&now) {
+		t.Errorf("PID pressure after a transition: %+v", c)
+	}
+	if !reflect.DeepEqual(st.Conditions[2], old.Conditions[2]) {
+		t.Errorf("first PID pressure condition %+v, want it untouched", st.Conditions[2])
+	}
+
+	// The patch leaves the phase alone.
+	n := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}, Status: *old}
+	next := n.DeepCopy()
+	next.Status = st
+	patch, err := nodeStatusPatch(n, next)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(patch), `"phase"`) {
+		t.Errorf("patch %s touches the phase", patch)
+	}
+}
