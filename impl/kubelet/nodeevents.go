@@ -29,29 +29,18 @@ const (
 // event is recorded when the condition is new or its status changed, as
 // upstream's setters do (so each of them at registration); Ready's only
 // when it changed, upstream's Ready setter recording nothing for a
-// condition it adds. Pure.
+// condition it adds. Of several conditions of a type, the one the kubelet
+// updates counts (ownedConditionIndex). Pure.
 func nodeStatusEvents(old, cur []v1.NodeCondition) []string {
-	previous := func(t v1.NodeConditionType) (v1.ConditionStatus, bool) {
-		for _, c := range old {
-			if c.Type == t {
-				return c.Status, true
-			}
-		}
-		return "", false
-	}
 	var out []string
 	for _, t := range []v1.NodeConditionType{v1.NodeMemoryPressure, v1.NodeDiskPressure, v1.NodePIDPressure, v1.NodeReady} {
-		var c *v1.NodeCondition
-		for i := range cur {
-			if cur[i].Type == t {
-				c = &cur[i]
-			}
-		}
-		if c == nil {
+		j := ownedConditionIndex(cur, t)
+		if j < 0 {
 			continue
 		}
-		prev, had := previous(t)
-		if had && prev == c.Status || !had && t == v1.NodeReady {
+		c := cur[j]
+		i := ownedConditionIndex(old, t)
+		if i >= 0 && old[i].Status == c.Status || i < 0 && t == v1.NodeReady {
 			continue
 		}
 		if r := nodeConditionEvent(t, c.Status); r != "" {

@@ -116,3 +116,23 @@ func TestKubeletStartingEvent(t *testing.T) {
 	}
 	goroutinesEnd(t, baseline)
 }
+
+// With two conditions of a type in the node as read, the events follow the
+// one the kubelet updates (ownedConditionIndex): the last of a pressure
+// type, the first Ready, as upstream's setters compare the condition they
+// update. Failed before: the previous status was taken from the first
+// namesake and the new one from the last, so a holding PID pressure
+// recorded NodeHasSufficientPID and a holding Ready NodeNotReady.
+func TestNodeStatusEventsFollowTheUpdatedNamesake(t *testing.T) {
+	old := []v1.NodeCondition{
+		{Type: v1.NodePIDPressure, Status: v1.ConditionTrue},
+		{Type: v1.NodeReady, Status: v1.ConditionTrue},
+		{Type: v1.NodePIDPressure, Status: v1.ConditionFalse},
+		{Type: v1.NodeReady, Status: v1.ConditionFalse},
+	}
+	cfg := Config{NodeName: "n1", NodeIP: "192.168.0.1"}
+	st := NodeStatus(&cfg, &v1.NodeStatus{Conditions: old}, Pressure{}, "sim://1", nil, t0)
+	sameEvents(t, "holding PID pressure and Ready", nodeStatusEvents(old, st.Conditions), EventNodeHasSufficientMemory, EventNodeHasNoDiskPressure)
+	st = NodeStatus(&cfg, &v1.NodeStatus{Conditions: old}, Pressure{PID: true}, "sim://1", nil, t0)
+	sameEvents(t, "PID pressure", nodeStatusEvents(old, st.Conditions), EventNodeHasSufficientMemory, EventNodeHasNoDiskPressure, EventNodeHasInsufficientPID)
+}
